@@ -30,6 +30,7 @@ function(specd_test name)
   target_link_libraries(${name} PRIVATE specd_project_options ${ARG_DEPS} GTest::gtest_main GTest::gmock)
   gtest_discover_tests(${name}
     PROPERTIES LABELS "${ARG_LABELS}"
+               SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]"
                ENVIRONMENT "SPECD_SOURCE_DIR=${PROJECT_SOURCE_DIR};SPECD_SHARED_DIR=${SPECD_SHARED_DIR};SPECD_CACHE_DIR=${SPECD_CACHE_DIR}"
     DISCOVERY_TIMEOUT 60)
 endfunction()
