@@ -1,0 +1,40 @@
+#pragma once
+// A DFlash block-diffusion drafter's hyperparameters from its config.json (z-lab
+// DFlashDraftModel layout): Qwen3 decoder layers plus the DFlash fields that tie it to a target.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace specd::io {
+
+struct DFlashDraftConfig {
+  std::string architecture;  // architectures[0], "DFlashDraftModel"
+
+  int64_t block_size = 0;  // tokens per drafted block: the anchor plus block_size - 1 masks
+  int64_t mask_token_id = 0;
+  int64_t num_target_layers = 0;
+  // Target decoder layers whose outputs, concatenated in this order, feed the drafter's `fc`.
+  std::vector<int64_t> target_layer_ids;
+
+  // The Qwen3 decoder stack (model_type "qwen3").
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;
+  int64_t head_dim = 0;
+  double rms_norm_eps = 0;
+  double rope_theta = 0;
+  int64_t max_position_embeddings = 0;
+  std::string torch_dtype;  // e.g. "bfloat16"; "" when the config names none
+};
+
+// `source` names the file in error messages, which also name the offending field.
+absl::StatusOr<DFlashDraftConfig> ParseDFlashDraftConfig(const nlohmann::json& config,
+                                                         const std::string& source);
+
+}  // namespace specd::io
