@@ -16,9 +16,13 @@ inline std::filesystem::path PathFromEnv(const char* name, const std::filesystem
 inline std::filesystem::path SourceDir() { return PathFromEnv("SPECD_SOURCE_DIR", "."); }
 
 // ../shared beside the checkout: fixtures/ and reference/.
-inline std::filesystem::path SharedDir() { return PathFromEnv("SPECD_SHARED_DIR", SourceDir() / ".." / "shared"); }
+inline std::filesystem::path SharedDir() {
+  return PathFromEnv("SPECD_SHARED_DIR", SourceDir() / ".." / "shared");
+}
 
 // .cache/ in the checkout, filled by scripts/setup.sh (e.g. tokenizer/qwen3/tokenizer.json).
-inline std::filesystem::path CacheDir() { return PathFromEnv("SPECD_CACHE_DIR", SourceDir() / ".cache"); }
+inline std::filesystem::path CacheDir() {
+  return PathFromEnv("SPECD_CACHE_DIR", SourceDir() / ".cache");
+}
 
 }  // namespace specd::testing

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The main job for now (./specd.sh demo): what specd can already do end to end. It reads the three
+# reference checkpoints beside the checkout (dense, W4A16, DFlash drafter) and takes a Qwen chat
+# turn through the tokenizer and back. It becomes speculative generation as the engine lands.
+set -euo pipefail
+specd="$1"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+fixtures="$root/../shared/fixtures"
+tokenizer="$root/.cache/tokenizer/qwen3/tokenizer.json"
+
+for checkpoint in qwen35-tiny-a qwen35-tiny-a-w4a16 dflash-tiny-a; do
+  echo "== specd inspect $checkpoint"
+  "$specd" inspect "$fixtures/$checkpoint"
+  echo
+done
+
+prompt=$'<|im_start|>user\nWhat makes speculative decoding lossless?<|im_end|>\n<|im_start|>assistant\n'
+echo "== specd tokenize (a ChatML turn)"
+ids="$("$specd" tokenize --tokenizer "$tokenizer" --text "$prompt" --format text)"
+echo "$ids"
+echo
+echo "== specd detokenize (the same ids back)"
+"$specd" detokenize --tokenizer "$tokenizer" --ids "${ids// /,}"

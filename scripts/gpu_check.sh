@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs on a CUDA machine (the device tool): builds the engine alone against the carried
+# .cache/gpu-bundle (scripts/gpu_bundle.sh) and, when present, the CUDA LibTorch of the local
+# PyTorch; runs the gpu-labelled tests; prints a short table last. Full logs go to $OUT (or logs/).
+#   device run: bash scripts/gpu_check.sh      (carry: .cache/gpu-bundle)
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+logs="${OUT:-$root/build-gpu/logs}"
+mkdir -p "$logs"
+bundle="$root/.cache/gpu-bundle/root"
+prefix="$bundle/usr"
+if python3 -c 'import torch' 2>/dev/null; then
+  prefix="$prefix;$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
+fi
+
+step() {  # step NAME COMMAND...: runs COMMAND with its output in $logs/NAME.log, records pass/fail
+  local name="$1"; shift
+  local start=$SECONDS
+  if "$@" >"$logs/$name.log" 2>&1; then status=ok; else status=FAILED; fi
+  results+=("$(printf '%-12s %-7s %4ss' "$name" "$status" $((SECONDS - start)))")
+}
+results=()
+export PKG_CONFIG_PATH="$bundle/usr/lib/x86_64-linux-gnu/pkgconfig:$bundle/usr/share/pkgconfig"
+step configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPECD_ENGINE_ONLY=ON \
+  "-DCMAKE_PREFIX_PATH=$prefix" \
+  "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCH:-90}"
+step build cmake --build build-gpu -j "$(nproc)"
+step gpu-tests ctest --test-dir build-gpu -L gpu --output-on-failure
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"$logs/device.txt" 2>&1
+
+echo "== specd gpu check ($(cat "$logs/device.txt")) =="
+printf '%s\n' "${results[@]}"
+grep -hE 'tests passed|Skipped|Failed' "$logs/gpu-tests.log" || true

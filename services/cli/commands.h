@@ -1,0 +1,17 @@
+#pragma once
+// The `specd` command line: each file in this folder adds one family of subcommands.
+#include <functional>
+
+#include "absl/status/status.h"
+#include "CLI/CLI.hpp"
+
+namespace specd::cli {
+
+// Runs a subcommand body. A failed status is printed as "specd <command>: <message>" on stderr
+// and becomes exit code 1, so every command reports errors the same way.
+void RunOrExit(const CLI::App& command, const std::function<absl::Status()>& body);
+
+void AddTokenizeCommands(CLI::App& app);  // tokenize, detokenize (tokenize_command.cc)
+void AddInspectCommand(CLI::App& app);    // inspect (inspect_command.cc)
+
+}  // namespace specd::cli

@@ -1,0 +1,25 @@
+#include <iostream>
+
+#include "services/cli/commands.h"
+
+namespace specd::cli {
+
+void RunOrExit(const CLI::App& command, const std::function<absl::Status()>& body) {
+  const absl::Status status = body();
+  if (!status.ok()) {
+    std::cerr << "specd " << command.get_name() << ": " << status.message() << "\n";
+    throw CLI::RuntimeError(1);
+  }
+}
+
+}  // namespace specd::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"specd: serve and train Qwen3.5 with a DFlash drafter (local commands)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "specd 0.1.0");
+  specd::cli::AddTokenizeCommands(app);
+  specd::cli::AddInspectCommand(app);
+  CLI11_PARSE(app, argc, argv);
+  return 0;
+}
