@@ -1,0 +1,43 @@
+#pragma once
+// Qwen3.5's full-attention layer: GQA softmax attention with zero-centred q/k norms, partial
+// RoPE, and a per-head sigmoid output gate that q_proj produces alongside the query.
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <string>
+
+#include "common/io/qwen35_config.h"
+#include "common/model/kv_cache.h"
+#include "common/model/linear.h"
+#include "common/model/rms_norm.h"
+#include "common/model/rope.h"
+#include "common/model/weight_reader.h"
+
+namespace specd::model {
+
+class GatedAttention {
+ public:
+  // Reads `<prefix>{q,k,v,o}_proj.weight` and `<prefix>{q,k}_norm.weight`.
+  static GatedAttention Load(WeightReader& reader, const io::Qwen35TextConfig& config,
+                             const std::string& prefix);
+
+  // x [T, hidden] at positions [start, start + T); earlier positions come from `cache`, which
+  // receives this call's keys and values.
+  at::Tensor Forward(const at::Tensor& x, KvCache& cache, int64_t start,
+                     const RotaryAngles& angles) const;
+
+  KvCache NewCache(int64_t max_length, const ModelOptions& options) const;
+
+ private:
+  int64_t heads_ = 0;
+  int64_t kv_heads_ = 0;
+  int64_t head_dim_ = 0;
+  Linear q_proj_;  // per head: [query (head_dim) | gate (head_dim)]
+  Linear k_proj_;
+  Linear v_proj_;
+  Linear o_proj_;
+  ZeroCentredRmsNorm q_norm_;
+  ZeroCentredRmsNorm k_norm_;
+};
+
+}  // namespace specd::model

@@ -1,0 +1,78 @@
+#include "common/model/gated_delta_net.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+#include "common/model/causal_conv1d.h"
+
+namespace specd::model {
+namespace {
+
+at::Tensor L2Normalised(const at::Tensor& x) {
+  return x * at::rsqrt(x.square().sum(-1, /*keepdim=*/true) + 1e-6);
+}
+
+}  // namespace
+
+GatedDeltaNet GatedDeltaNet::Load(WeightReader& reader, const io::Qwen35TextConfig& config,
+                                  const std::string& prefix) {
+  GatedDeltaNet layer;
+  GatedDeltaNetDims& dims = layer.dims_;
+  dims.key_heads = config.linear_num_key_heads;
+  dims.value_heads = config.linear_num_value_heads;
+  dims.key_dim = config.linear_key_head_dim;
+  dims.value_dim = config.linear_value_head_dim;
+  dims.conv_kernel = config.linear_conv_kernel_dim;
+  const int64_t hidden = config.hidden_size;
+  const int64_t value_width = dims.value_heads * dims.value_dim;
+  layer.in_proj_qkv_ =
+      Linear(reader.Matrix(prefix + "in_proj_qkv.weight", dims.conv_channels(), hidden));
+  layer.in_proj_z_ = Linear(reader.Matrix(prefix + "in_proj_z.weight", value_width, hidden));
+  layer.in_proj_b_ = Linear(reader.Matrix(prefix + "in_proj_b.weight", dims.value_heads, hidden));
+  layer.in_proj_a_ = Linear(reader.Matrix(prefix + "in_proj_a.weight", dims.value_heads, hidden));
+  layer.conv_weight_ =
+      reader.Weight(prefix + "conv1d.weight", {dims.conv_channels(), 1, dims.conv_kernel})
+          .squeeze(1);
+  layer.negative_decay_ = -reader.Float32(prefix + "A_log", {dims.value_heads}).exp();
+  layer.dt_bias_ = reader.Float32(prefix + "dt_bias", {dims.value_heads});
+  layer.norm_ =
+      GatedRmsNorm(reader.Weight(prefix + "norm.weight", {dims.value_dim}), config.rms_norm_eps);
+  layer.out_proj_ = Linear(reader.Matrix(prefix + "out_proj.weight", hidden, value_width));
+  return layer;
+}
+
+GatedDeltaNetState GatedDeltaNet::NewState(const ModelOptions& options) const {
+  return GatedDeltaNetState(dims_, options);
+}
+
+at::Tensor GatedDeltaNet::Forward(const at::Tensor& x, GatedDeltaNetState& state,
+                                  bool keep_for_rollback) const {
+  const int64_t length = x.size(0);
+  const int64_t key_width = dims_.key_heads * dims_.key_dim;
+  const at::Tensor conv_inputs = in_proj_qkv_.Forward(x);  // [T, conv_channels]
+  const at::Tensor mixed = at::silu(CausalConv1d(conv_inputs, conv_weight_, state.conv()));
+
+  // Each q/k head serves value_heads / key_heads consecutive value heads.
+  const int64_t repeats = dims_.value_heads / dims_.key_heads;
+  const auto heads_of = [&](int64_t offset, int64_t heads, int64_t dim) {
+    return mixed.narrow(1, offset, heads * dim).view({length, heads, dim}).to(at::kFloat);
+  };
+  const at::Tensor q = L2Normalised(heads_of(0, dims_.key_heads, dims_.key_dim)) /
+                       std::sqrt(static_cast<double>(dims_.key_dim));
+  const at::Tensor k = L2Normalised(heads_of(key_width, dims_.key_heads, dims_.key_dim));
+  DeltaRuleInputs inputs{
+      .q = q.repeat_interleave(repeats, 1),
+      .k = k.repeat_interleave(repeats, 1),
+      .v = heads_of(2 * key_width, dims_.value_heads, dims_.value_dim),
+      .g = negative_decay_ * at::softplus(in_proj_a_.Forward(x).to(at::kFloat) + dt_bias_),
+      .beta = at::sigmoid(in_proj_b_.Forward(x).to(at::kFloat)),
+  };
+  const at::Tensor core = state.Advance(conv_inputs, inputs, keep_for_rollback);
+
+  const at::Tensor z = in_proj_z_.Forward(x).view({length, dims_.value_heads, dims_.value_dim});
+  const at::Tensor gated = norm_.Forward(core.to(x.scalar_type()), z);
+  return out_proj_.Forward(gated.reshape({length, dims_.value_heads * dims_.value_dim}));
+}
+
+}  // namespace specd::model

@@ -1,0 +1,42 @@
+#pragma once
+// Qwen3.5's linear-attention layer, Gated DeltaNet: projections to q, k, v (through a causal
+// depthwise conv and SiLU), a per-head decay g and write strength β, the gated delta rule, and a
+// gated RMSNorm per value head before the output projection.
+#include <ATen/core/Tensor.h>
+
+#include <string>
+
+#include "common/io/qwen35_config.h"
+#include "common/model/gated_delta_net_state.h"
+#include "common/model/linear.h"
+#include "common/model/rms_norm.h"
+#include "common/model/weight_reader.h"
+
+namespace specd::model {
+
+class GatedDeltaNet {
+ public:
+  // Reads `<prefix>in_proj_{qkv,z,b,a}.weight`, `conv1d.weight`, `A_log`, `dt_bias`,
+  // `norm.weight` and `out_proj.weight`.
+  static GatedDeltaNet Load(WeightReader& reader, const io::Qwen35TextConfig& config,
+                            const std::string& prefix);
+
+  // x [T, hidden], continuing the sequence `state` holds.
+  at::Tensor Forward(const at::Tensor& x, GatedDeltaNetState& state, bool keep_for_rollback) const;
+
+  GatedDeltaNetState NewState(const ModelOptions& options) const;
+
+ private:
+  GatedDeltaNetDims dims_;
+  Linear in_proj_qkv_;      // rows: q (key heads), k (key heads), v (value heads), not interleaved
+  Linear in_proj_z_;        // output gate
+  Linear in_proj_b_;        // β logits, one per value head
+  Linear in_proj_a_;        // decay logits, one per value head
+  at::Tensor conv_weight_;  // [conv_channels, kernel]
+  at::Tensor negative_decay_;  // −exp(A_log), float32 [value_heads]
+  at::Tensor dt_bias_;         // float32 [value_heads]
+  GatedRmsNorm norm_;
+  Linear out_proj_;
+};
+
+}  // namespace specd::model

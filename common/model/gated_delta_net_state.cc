@@ -1,0 +1,65 @@
+#include "common/model/gated_delta_net_state.h"
+
+#include <ATen/ATen.h>
+
+#include <utility>
+
+#include "common/model/causal_conv1d.h"
+#include "common/model/gated_delta_rule.h"
+
+namespace specd::model {
+
+DeltaRuleInputs DeltaRuleInputs::Prefix(int64_t length) const {
+  return {q.narrow(0, 0, length), k.narrow(0, 0, length), v.narrow(0, 0, length),
+          g.narrow(0, 0, length), beta.narrow(0, 0, length)};
+}
+
+GatedDeltaNetState::GatedDeltaNetState(const GatedDeltaNetDims& dims, const ModelOptions& options) {
+  const auto conv_options = at::TensorOptions().dtype(options.dtype).device(options.device);
+  const auto state_options = conv_options.dtype(at::kFloat);
+  conv_ = at::zeros({dims.conv_kernel - 1, dims.conv_channels()}, conv_options);
+  block_start_conv_ = at::zeros_like(conv_);
+  recurrent_ = at::zeros({dims.value_heads, dims.key_dim, dims.value_dim}, state_options);
+  block_start_recurrent_ = at::zeros_like(recurrent_);
+}
+
+at::Tensor GatedDeltaNetState::Advance(const at::Tensor& conv_inputs, const DeltaRuleInputs& inputs,
+                                       bool keep_for_rollback) {
+  block_.reset();
+  if (keep_for_rollback) {
+    block_start_conv_.copy_(conv_);
+    std::swap(block_start_recurrent_, recurrent_);  // the block writes into the other buffer
+    block_ = Block{conv_inputs, inputs};
+  }
+  conv_.copy_(ConvStateAfter(conv_, conv_inputs));
+  const at::Tensor& initial = keep_for_rollback ? block_start_recurrent_ : recurrent_;
+  const auto& [q, k, v, g, beta] = inputs;
+  // Decode takes the token-by-token form; anything longer (and every block, so that a rollback
+  // replays exactly the arithmetic a shorter block would have done) the chunked one.
+  if (q.size(0) == 1 && !keep_for_rollback) {
+    return RecurrentGatedDeltaRule(q, k, v, g, beta, initial, recurrent_);
+  }
+  return ChunkedGatedDeltaRule(q, k, v, g, beta, initial, recurrent_);
+}
+
+void GatedDeltaNetState::RollbackBlock(int64_t accepted) {
+  if (!block_.has_value()) return;
+  const Block block = *std::move(block_);
+  block_.reset();
+  if (accepted == block.conv_inputs.size(0)) return;
+  conv_.copy_(ConvStateAfter(block_start_conv_, block.conv_inputs.narrow(0, 0, accepted)));
+  if (accepted == 0) {
+    recurrent_.copy_(block_start_recurrent_);
+    return;
+  }
+  const auto& [q, k, v, g, beta] = block.inputs.Prefix(accepted);
+  ChunkedGatedDeltaRule(q, k, v, g, beta, block_start_recurrent_, recurrent_);
+}
+
+void GatedDeltaNetState::Reset() {
+  block_.reset();
+  conv_.zero_();
+  recurrent_.zero_();
+}
+
+}  // namespace specd::model

@@ -1,0 +1,19 @@
+#include "common/model/kv_cache.h"
+
+#include <ATen/ATen.h>
+
+namespace specd::model {
+
+KvCache::KvCache(int64_t kv_heads, int64_t head_dim, int64_t max_length,
+                 const ModelOptions& options) {
+  const auto tensor_options = at::TensorOptions().dtype(options.dtype).device(options.device);
+  keys_ = at::zeros({kv_heads, max_length, head_dim}, tensor_options);
+  values_ = at::zeros({kv_heads, max_length, head_dim}, tensor_options);
+}
+
+void KvCache::Write(int64_t start, const at::Tensor& k, const at::Tensor& v) {
+  keys_.narrow(1, start, k.size(0)).copy_(k.transpose(0, 1));
+  values_.narrow(1, start, v.size(0)).copy_(v.transpose(0, 1));
+}
+
+}  // namespace specd::model

@@ -1,0 +1,15 @@
+#pragma once
+// Where a model lives and the element type of its activations and large weights.
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+
+namespace specd::model {
+
+struct ModelOptions {
+  c10::Device device = c10::kCPU;
+  // Activations and projection weights; float32 on CPU by default, bfloat16 on CUDA. Norm
+  // statistics, softmax and the Gated DeltaNet recurrent state are float32 whatever this says.
+  c10::ScalarType dtype = c10::kFloat;
+};
+
+}  // namespace specd::model

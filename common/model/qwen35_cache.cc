@@ -1,0 +1,39 @@
+#include "common/model/qwen35_cache.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace specd::model {
+
+Qwen35Cache::Qwen35Cache(std::vector<LayerCache> layers, int64_t max_length)
+    : layers_(std::move(layers)), max_length_(max_length) {}
+
+absl::Status Qwen35Cache::Rollback(int64_t accepted) {
+  if (accepted < 0 || accepted > pending_block_length_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot keep ", accepted, " tokens of the last block: ", pending_block_length_,
+                     " can be rolled back"));
+  }
+  for (LayerCache& layer : layers_) {
+    if (auto* state = std::get_if<GatedDeltaNetState>(&layer)) state->RollbackBlock(accepted);
+  }
+  length_ -= pending_block_length_ - accepted;
+  pending_block_length_ = 0;
+  return absl::OkStatus();
+}
+
+void Qwen35Cache::Reset() {
+  for (LayerCache& layer : layers_) {
+    if (auto* state = std::get_if<GatedDeltaNetState>(&layer)) state->Reset();
+  }
+  length_ = 0;
+  pending_block_length_ = 0;
+}
+
+void Qwen35Cache::Append(int64_t count, bool keep_for_rollback) {
+  length_ += count;
+  pending_block_length_ = keep_for_rollback ? count : 0;
+}
+
+}  // namespace specd::model

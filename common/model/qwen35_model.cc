@@ -1,0 +1,184 @@
+#include "common/model/qwen35_model.h"
+
+#include <ATen/ATen.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/io/json_file.h"
+#include "common/model/weight_reader.h"
+
+namespace specd::model {
+namespace {
+
+// LibTorch reports failures by throwing; the model's callers get a status naming the step.
+template <typename T, typename Body>
+absl::StatusOr<T> CatchTorchErrors(const char* what, Body&& body) {
+  try {
+    return body();
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat(what, ": ", e.what_without_backtrace()));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<Qwen35Model> Qwen35Model::Load(const std::filesystem::path& dir,
+                                              const ModelOptions& options) {
+  const std::filesystem::path config_path = dir / "config.json";
+  absl::StatusOr<nlohmann::json> json = io::ReadJsonFile(config_path);
+  if (!json.ok()) return json.status();
+  absl::StatusOr<io::Qwen35TextConfig> config =
+      io::ParseQwen35TextConfig(*json, config_path.string());
+  if (!config.ok()) return config.status();
+  absl::StatusOr<io::Checkpoint> checkpoint = io::Checkpoint::Open(dir);
+  if (!checkpoint.ok()) return checkpoint.status();
+  return Load(*config, *checkpoint, options);
+}
+
+absl::StatusOr<Qwen35Model> Qwen35Model::Load(const io::Qwen35TextConfig& config,
+                                              const io::Checkpoint& checkpoint,
+                                              const ModelOptions& options) {
+  if (config.num_key_value_heads <= 0 ||
+      config.num_attention_heads % config.num_key_value_heads != 0 ||
+      config.linear_num_key_heads <= 0 ||
+      config.linear_num_value_heads % config.linear_num_key_heads != 0) {
+    return absl::InvalidArgumentError(
+        "config.json: attention heads must be a multiple of key/value heads, and DeltaNet value "
+        "heads a multiple of DeltaNet key heads");
+  }
+  return CatchTorchErrors<Qwen35Model>(
+      "loading the Qwen3.5 model", [&]() -> absl::StatusOr<Qwen35Model> {
+        Qwen35Model model;
+        model.config_ = config;
+        model.options_ = options;
+        WeightReader reader(checkpoint, config.tensor_prefix, options);
+        const int64_t vocab = config.vocab_size;
+        const int64_t hidden = config.hidden_size;
+        model.embed_tokens_ = reader.Matrix("embed_tokens.weight", vocab, hidden);
+        for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
+          model.layers_.push_back(DecoderLayer::Load(reader, config, i));
+        }
+        model.norm_ =
+            ZeroCentredRmsNorm(reader.Float32("norm.weight", {hidden}), config.rms_norm_eps);
+        if (!reader.status().ok()) return reader.status();
+        if (config.tie_word_embeddings) {
+          model.lm_head_ = model.embed_tokens_;
+        } else {
+          // The head sits beside the text model, outside its prefix, in both layouts.
+          WeightReader head_reader(checkpoint, "", options);
+          model.lm_head_ = head_reader.Matrix("lm_head.weight", vocab, hidden);
+          if (!head_reader.status().ok()) return head_reader.status();
+        }
+        const auto rotary_dim =
+            static_cast<int64_t>(config.head_dim * config.partial_rotary_factor);
+        model.rotary_ = RotaryEmbedding(rotary_dim, config.rope_theta, options);
+        return model;
+      });
+}
+
+absl::StatusOr<Qwen35Cache> Qwen35Model::NewCache(int64_t max_length) const {
+  if (max_length <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cache length ", max_length, " is not positive"));
+  }
+  return CatchTorchErrors<Qwen35Cache>("allocating a cache", [&] {
+    std::vector<LayerCache> layers;
+    layers.reserve(layers_.size());
+    for (const DecoderLayer& layer : layers_)
+      layers.push_back(layer.NewCache(max_length, options_));
+    return Qwen35Cache(std::move(layers), max_length);
+  });
+}
+
+absl::StatusOr<ForwardOutput> Qwen35Model::Prefill(std::span<const int64_t> ids, Qwen35Cache& cache,
+                                                   const ForwardOptions& options) const {
+  cache.Reset();
+  return Extend(ids, cache, options);
+}
+
+absl::StatusOr<ForwardOutput> Qwen35Model::Extend(std::span<const int64_t> ids, Qwen35Cache& cache,
+                                                  const ForwardOptions& options) const {
+  return Run(ids, cache, options, /*keep_for_rollback=*/false);
+}
+
+absl::StatusOr<at::Tensor> Qwen35Model::Decode(int64_t token, Qwen35Cache& cache) const {
+  absl::StatusOr<ForwardOutput> output = Extend(std::span<const int64_t>(&token, 1), cache);
+  if (!output.ok()) return output.status();
+  return output->logits[0];
+}
+
+absl::StatusOr<ForwardOutput> Qwen35Model::ForwardBlock(std::span<const int64_t> ids,
+                                                        Qwen35Cache& cache,
+                                                        const ForwardOptions& options) const {
+  return Run(ids, cache, options, /*keep_for_rollback=*/true);
+}
+
+absl::StatusOr<ForwardOutput> Qwen35Model::Run(std::span<const int64_t> ids, Qwen35Cache& cache,
+                                               const ForwardOptions& options,
+                                               bool keep_for_rollback) const {
+  if (ids.empty()) return absl::InvalidArgumentError("no tokens to feed");
+  if (cache.length() + static_cast<int64_t>(ids.size()) > cache.max_length()) {
+    return absl::OutOfRangeError(absl::StrCat("cache holds ", cache.length(), " of ",
+                                              cache.max_length(), " tokens; ", ids.size(),
+                                              " more do not fit"));
+  }
+  for (const int64_t id : ids) {
+    if (id < 0 || id >= config_.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "token id ", id, " is outside the vocabulary [0, ", config_.vocab_size, ")"));
+    }
+  }
+  for (const int64_t index : options.hidden_states) {
+    if (index < 0 || index > config_.num_hidden_layers) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("hidden state ", index, " is not in [0, ", config_.num_hidden_layers, "]"));
+    }
+  }
+  return CatchTorchErrors<ForwardOutput>("Qwen3.5 forward", [&] {
+    const at::Tensor id_tensor =
+        at::tensor(std::vector<int64_t>(ids.begin(), ids.end()), at::kLong).to(options_.device);
+    return Forward(id_tensor, cache, options, keep_for_rollback);
+  });
+}
+
+ForwardOutput Qwen35Model::Forward(const at::Tensor& ids, Qwen35Cache& cache,
+                                   const ForwardOptions& options, bool keep_for_rollback) const {
+  const int64_t length = ids.size(0);
+  const ForwardContext context{
+      .start = cache.length(),
+      .angles = rotary_.Angles(cache.length(), length),
+      .keep_for_rollback = keep_for_rollback,
+  };
+  // transformers' hidden_states list, filled only at the indices asked for.
+  std::vector<at::Tensor> states(layers_.size() + 1);
+  const auto keep_state = [&](size_t index, const at::Tensor& h) {
+    for (const int64_t wanted : options.hidden_states) {
+      if (static_cast<size_t>(wanted) == index) states[index] = h;
+    }
+  };
+  at::Tensor h = Embed(ids);
+  keep_state(0, h);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    h = layers_[i].Forward(h, cache.layer(i), context);
+    if (i + 1 < layers_.size()) keep_state(i + 1, h);
+  }
+  cache.Append(length, keep_for_rollback);
+  h = norm_.Forward(h);
+  keep_state(layers_.size(), h);
+
+  ForwardOutput output;
+  output.logits = Head(options.logit_rows == LogitRows::kAll ? h : h.narrow(0, length - 1, 1));
+  for (const int64_t index : options.hidden_states) output.hidden_states.push_back(states[index]);
+  return output;
+}
+
+at::Tensor Qwen35Model::Embed(const at::Tensor& ids) const {
+  return at::embedding(embed_tokens_, ids);
+}
+
+at::Tensor Qwen35Model::Head(const at::Tensor& hidden) const {
+  return at::linear(hidden, lm_head_).to(at::kFloat);
+}
+
+}  // namespace specd::model

@@ -1,0 +1,94 @@
+#pragma once
+// The Qwen3.5 text model (Qwen3_5ForCausalLM, or the text half of
+// Qwen3_5ForConditionalGeneration) and the three ways an engine runs it on a sequence's cache:
+// a prefill, one decode step, and a verify block on a warm cache that can be rolled back.
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/io/checkpoint.h"
+#include "common/io/qwen35_config.h"
+#include "common/model/decoder_layer.h"
+#include "common/model/model_options.h"
+#include "common/model/qwen35_cache.h"
+#include "common/model/rms_norm.h"
+#include "common/model/rope.h"
+
+namespace specd::model {
+
+enum class LogitRows { kLast, kAll };
+
+struct ForwardOptions {
+  LogitRows logit_rows = LogitRows::kLast;
+  // Indices into transformers' `hidden_states` list: 0 is the embeddings, i the output of
+  // decoder layer i − 1, and num_hidden_layers the output after the final norm.
+  std::vector<int64_t> hidden_states;
+};
+
+struct ForwardOutput {
+  at::Tensor logits;                      // [1 or T, vocab] float32
+  std::vector<at::Tensor> hidden_states;  // [T, hidden] each, in the order asked for
+};
+
+// The execution calls check their inputs before touching `cache`; a call that fails later (a
+// LibTorch error) may leave it part-way through a forward, so Reset it before reusing it.
+class Qwen35Model {
+ public:
+  // Reads `dir`/config.json and the safetensors beside it.
+  static absl::StatusOr<Qwen35Model> Load(const std::filesystem::path& dir,
+                                          const ModelOptions& options = {});
+  // Tensors are named under config.tensor_prefix; vision and MTP tensors are not read.
+  static absl::StatusOr<Qwen35Model> Load(const io::Qwen35TextConfig& config,
+                                          const io::Checkpoint& checkpoint,
+                                          const ModelOptions& options = {});
+
+  const io::Qwen35TextConfig& config() const { return config_; }
+  const ModelOptions& options() const { return options_; }
+
+  // A cache for sequences of up to `max_length` tokens.
+  absl::StatusOr<Qwen35Cache> NewCache(int64_t max_length) const;
+
+  // Starts `cache` over with `ids`.
+  absl::StatusOr<ForwardOutput> Prefill(std::span<const int64_t> ids, Qwen35Cache& cache,
+                                        const ForwardOptions& options = {}) const;
+
+  // Feeds `ids` after what `cache` holds: the rest of a prompt prefilled in pieces (attention
+  // materialises [heads, T, context] scores, so long prompts go in pieces).
+  absl::StatusOr<ForwardOutput> Extend(std::span<const int64_t> ids, Qwen35Cache& cache,
+                                       const ForwardOptions& options = {}) const;
+
+  // Feeds one token; returns its next-token logits [vocab] float32.
+  absl::StatusOr<at::Tensor> Decode(int64_t token, Qwen35Cache& cache) const;
+
+  // Feeds `ids` after what `cache` holds, in one forward (the verify path); until the next call,
+  // cache.Rollback(k) can keep just the first k of them.
+  absl::StatusOr<ForwardOutput> ForwardBlock(std::span<const int64_t> ids, Qwen35Cache& cache,
+                                             const ForwardOptions& options = {}) const;
+
+  // The embedding rows of `ids` [T, hidden]; the head is tied to them or not.
+  at::Tensor Embed(const at::Tensor& ids) const;
+  // Logits [T, vocab] float32 of final hidden states [T, hidden].
+  at::Tensor Head(const at::Tensor& hidden) const;
+
+ private:
+  Qwen35Model() = default;
+
+  absl::StatusOr<ForwardOutput> Run(std::span<const int64_t> ids, Qwen35Cache& cache,
+                                    const ForwardOptions& options, bool keep_for_rollback) const;
+  ForwardOutput Forward(const at::Tensor& ids, Qwen35Cache& cache, const ForwardOptions& options,
+                        bool keep_for_rollback) const;
+
+  io::Qwen35TextConfig config_;
+  ModelOptions options_;
+  at::Tensor embed_tokens_;  // [vocab, hidden]
+  std::vector<DecoderLayer> layers_;
+  ZeroCentredRmsNorm norm_;
+  at::Tensor lm_head_;  // [vocab, hidden]; embed_tokens_ itself when tied
+  RotaryEmbedding rotary_;
+};
+
+}  // namespace specd::model

@@ -1,0 +1,35 @@
+#include "common/model/rope.h"
+
+#include <ATen/ATen.h>
+
+namespace specd::model {
+
+RotaryEmbedding::RotaryEmbedding(int64_t rotary_dim, double theta, const ModelOptions& options)
+    : dtype_(options.dtype) {
+  const at::Tensor exponents =
+      at::arange(0, rotary_dim, 2, at::TensorOptions().dtype(at::kFloat).device(options.device)) /
+      static_cast<double>(rotary_dim);
+  inv_freq_ = at::pow(theta, exponents).reciprocal();
+}
+
+RotaryAngles RotaryEmbedding::Angles(int64_t start, int64_t count) const {
+  const at::Tensor positions = at::arange(start, start + count, inv_freq_.options());
+  const at::Tensor freqs = at::outer(positions, inv_freq_);  // float32, as the reference
+  const at::Tensor emb = at::cat({freqs, freqs}, -1);
+  return {emb.cos().to(dtype_), emb.sin().to(dtype_)};
+}
+
+at::Tensor ApplyRotary(const at::Tensor& x, const RotaryAngles& angles) {
+  const int64_t rotary_dim = angles.cos.size(-1);
+  const int64_t half = rotary_dim / 2;
+  const at::Tensor rot = x.narrow(-1, 0, rotary_dim);
+  const at::Tensor rotated_half =
+      at::cat({-rot.narrow(-1, half, half), rot.narrow(-1, 0, half)}, -1);
+  const at::Tensor cos = angles.cos.unsqueeze(1);  // broadcast over heads
+  const at::Tensor sin = angles.sin.unsqueeze(1);
+  const at::Tensor out = rot * cos + rotated_half * sin;
+  if (rotary_dim == x.size(-1)) return out;
+  return at::cat({out, x.narrow(-1, rotary_dim, x.size(-1) - rotary_dim)}, -1);
+}
+
+}  // namespace specd::model

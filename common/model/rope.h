@@ -1,0 +1,35 @@
+#pragma once
+// Rotary position embedding on the first `rotary_dim` dims of each head (partial RoPE),
+// rotate-half style. For text the model's multimodal M-RoPE has equal positions on all three
+// axes, which reduces exactly to this 1-D form.
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+#include "common/model/model_options.h"
+
+namespace specd::model {
+
+struct RotaryAngles {
+  at::Tensor cos;  // [T, rotary_dim]
+  at::Tensor sin;
+};
+
+class RotaryEmbedding {
+ public:
+  RotaryEmbedding() = default;
+  RotaryEmbedding(int64_t rotary_dim, double theta, const ModelOptions& options);
+
+  // Angles for absolute positions [start, start + count), in the model dtype.
+  RotaryAngles Angles(int64_t start, int64_t count) const;
+
+ private:
+  at::Tensor inv_freq_;  // [rotary_dim / 2], float32
+  c10::ScalarType dtype_ = c10::kFloat;
+};
+
+// x [T, heads, head_dim] rotated on its first rotary_dim dims (the angles' width); the rest of
+// each head passes through.
+at::Tensor ApplyRotary(const at::Tensor& x, const RotaryAngles& angles);
+
+}  // namespace specd::model

@@ -1,0 +1,106 @@
+#include "common/model/weight_reader.h"
+
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace specd::model {
+namespace {
+
+std::optional<c10::ScalarType> ScalarTypeOf(io::DType dtype) {
+  switch (dtype) {
+    case io::DType::kBool:
+      return c10::kBool;
+    case io::DType::kU8:
+      return c10::kByte;
+    case io::DType::kI8:
+      return c10::kChar;
+    case io::DType::kI16:
+      return c10::kShort;
+    case io::DType::kI32:
+      return c10::kInt;
+    case io::DType::kI64:
+      return c10::kLong;
+    case io::DType::kF16:
+      return c10::kHalf;
+    case io::DType::kBF16:
+      return c10::kBFloat16;
+    case io::DType::kF32:
+      return c10::kFloat;
+    case io::DType::kF64:
+      return c10::kDouble;
+  }
+  return std::nullopt;
+}
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+}  // namespace
+
+absl::StatusOr<at::Tensor> TensorFromView(const io::TensorView& view, c10::ScalarType dtype,
+                                          c10::Device device) {
+  const std::optional<c10::ScalarType> stored = ScalarTypeOf(view.dtype);
+  if (!stored.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(view.name, ": unsupported dtype ", io::DTypeName(view.dtype)));
+  }
+  // The mapping is read-only: the wrapped tensor is never written, and the deleter keeps the
+  // mapping alive for as long as the tensor (or a view of it) is.
+  auto* data = const_cast<std::byte*>(view.bytes.data());
+  try {
+    at::Tensor mapped = at::from_blob(
+        data, view.shape, [owner = view.owner](void*) {}, at::TensorOptions().dtype(*stored));
+    if (*stored == dtype && device.is_cpu()) return mapped;
+    return mapped.to(device, dtype);
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat(view.name, ": ", e.what_without_backtrace()));
+  }
+}
+
+WeightReader::WeightReader(const io::Checkpoint& checkpoint, std::string prefix,
+                           ModelOptions options)
+    : checkpoint_(checkpoint), prefix_(std::move(prefix)), options_(options) {}
+
+at::Tensor WeightReader::Matrix(std::string_view name, int64_t rows, int64_t cols) {
+  return Read(name, {rows, cols}, options_.dtype);
+}
+
+at::Tensor WeightReader::Weight(std::string_view name, const std::vector<int64_t>& shape) {
+  return Read(name, shape, options_.dtype);
+}
+
+at::Tensor WeightReader::Float32(std::string_view name, const std::vector<int64_t>& shape) {
+  return Read(name, shape, c10::kFloat);
+}
+
+at::Tensor WeightReader::Read(std::string_view name, const std::vector<int64_t>& shape,
+                              c10::ScalarType dtype) {
+  if (!status_.ok()) return Fail(status_, shape, dtype);
+  const std::string full_name = prefix_ + std::string(name);
+  absl::StatusOr<const io::TensorView*> view = checkpoint_.Get(full_name);
+  if (!view.ok()) return Fail(view.status(), shape, dtype);
+  if ((*view)->shape != shape) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(full_name, " has shape ",
+                                                        ShapeString((*view)->shape), ", expected ",
+                                                        ShapeString(shape), " from config.json")),
+                shape, dtype);
+  }
+  absl::StatusOr<at::Tensor> tensor = TensorFromView(**view, dtype, options_.device);
+  if (!tensor.ok()) return Fail(tensor.status(), shape, dtype);
+  return *std::move(tensor);
+}
+
+at::Tensor WeightReader::Fail(absl::Status status, const std::vector<int64_t>& shape,
+                              c10::ScalarType dtype) {
+  status_ = std::move(status);
+  return at::empty(shape, at::TensorOptions().dtype(dtype).device(c10::kMeta));
+}
+
+}  // namespace specd::model

@@ -1,0 +1,49 @@
+#pragma once
+// Reads a model's weights out of a mapped checkpoint as tensors on the model's device, checking
+// each shape. Errors accumulate: after the first failure every read returns a storage-less meta
+// tensor of the asked shape (so building layers still works) and status() names the first
+// problem, so a loader reads all its tensors and checks once.
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/io/checkpoint.h"
+#include "common/io/tensor_view.h"
+#include "common/model/model_options.h"
+
+namespace specd::model {
+
+// The tensor's bytes as a tensor of `dtype` on `device`. float data already of that dtype on the
+// CPU is wrapped without a copy and keeps the file mapping alive; anything else is converted.
+absl::StatusOr<at::Tensor> TensorFromView(const io::TensorView& view, c10::ScalarType dtype,
+                                          c10::Device device);
+
+class WeightReader {
+ public:
+  // Names passed to the reads below are relative to `prefix` (e.g. "model.language_model.").
+  WeightReader(const io::Checkpoint& checkpoint, std::string prefix, ModelOptions options);
+
+  // A projection or embedding matrix, in the model's dtype.
+  at::Tensor Matrix(std::string_view name, int64_t rows, int64_t cols);
+  // A tensor of any shape, in the model's dtype.
+  at::Tensor Weight(std::string_view name, const std::vector<int64_t>& shape);
+  // A small parameter kept in float32 (norm weights, A_log, dt_bias).
+  at::Tensor Float32(std::string_view name, const std::vector<int64_t>& shape);
+
+  const absl::Status& status() const { return status_; }
+
+ private:
+  at::Tensor Read(std::string_view name, const std::vector<int64_t>& shape, c10::ScalarType dtype);
+  at::Tensor Fail(absl::Status status, const std::vector<int64_t>& shape, c10::ScalarType dtype);
+
+  const io::Checkpoint& checkpoint_;
+  std::string prefix_;
+  ModelOptions options_;
+  absl::Status status_;
+};
+
+}  // namespace specd::model

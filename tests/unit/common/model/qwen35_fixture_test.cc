@@ -1,0 +1,175 @@
+// The model against transformers' outputs for the qwen35-tiny-a fixture: one prefill, decode
+// steps, a verify block on a warm cache and a greedy continuation (../shared/fixtures/README.md).
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include "common/io/safetensors_file.h"
+#include "common/model/qwen35_model.h"
+#include "gtest/gtest.h"
+#include "tests/support/paths.h"
+#include "tests/unit/common/model/tensor_matchers.h"
+
+namespace specd::model {
+namespace {
+
+using testing::AllClose;
+using testing::ReferenceTensor;
+
+constexpr double kTolerance = 2e-3;  // max |Δlogit|; the reference's own paths differ by 1e-3
+constexpr int64_t kSplit = 100;      // the reference prefills ids[:100] before decode and block
+constexpr int64_t kBlockLength = 16;
+
+ForwardOptions AllLogits() { return {.logit_rows = LogitRows::kAll, .hidden_states = {}}; }
+
+class Qwen35FixtureTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const auto dir = specd::testing::SharedDir() / "fixtures" / "qwen35-tiny-a";
+    absl::StatusOr<Qwen35Model> model = Qwen35Model::Load(dir);
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = std::make_unique<Qwen35Model>(*std::move(model));
+    absl::StatusOr<io::SafetensorsFile> reference =
+        io::SafetensorsFile::Open(dir / "reference.safetensors");
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    reference_ = std::make_unique<io::SafetensorsFile>(*std::move(reference));
+    const at::Tensor ids = ReferenceTensor(*reference_, "input_ids");
+    ids_.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+  }
+  static void TearDownTestSuite() {
+    model_.reset();
+    reference_.reset();
+  }
+
+  void SetUp() override {
+    ASSERT_NE(model_, nullptr);
+    absl::StatusOr<Qwen35Cache> cache = model_->NewCache(256);
+    ASSERT_TRUE(cache.ok()) << cache.status();
+    cache_ = std::make_unique<Qwen35Cache>(*std::move(cache));
+  }
+
+  std::span<const int64_t> Ids(int64_t begin, int64_t end) const {
+    return std::span<const int64_t>(ids_).subspan(begin, end - begin);
+  }
+
+  static std::unique_ptr<Qwen35Model> model_;
+  static std::unique_ptr<io::SafetensorsFile> reference_;
+  static std::vector<int64_t> ids_;
+  std::unique_ptr<Qwen35Cache> cache_;
+};
+
+std::unique_ptr<Qwen35Model> Qwen35FixtureTest::model_;
+std::unique_ptr<io::SafetensorsFile> Qwen35FixtureTest::reference_;
+std::vector<int64_t> Qwen35FixtureTest::ids_;
+
+TEST_F(Qwen35FixtureTest, PrefillLogitsMatchTransformers) {
+  absl::StatusOr<ForwardOutput> out = model_->Prefill(ids_, *cache_, AllLogits());
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(AllClose(out->logits, ReferenceTensor(*reference_, "prefill_logits"), kTolerance));
+}
+
+TEST_F(Qwen35FixtureTest, EveryHiddenStateMatchesTransformers) {
+  const int64_t layers = model_->config().num_hidden_layers;
+  ForwardOptions options;
+  for (int64_t i = 0; i <= layers; ++i) options.hidden_states.push_back(i);
+  absl::StatusOr<ForwardOutput> out = model_->Prefill(ids_, *cache_, options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const at::Tensor expected = ReferenceTensor(*reference_, "hidden_states");
+  ASSERT_EQ(out->hidden_states.size(), static_cast<size_t>(layers + 1));
+  for (int64_t i = 0; i <= layers; ++i) {
+    EXPECT_TRUE(AllClose(out->hidden_states[i], expected[i], kTolerance)) << "hidden state " << i;
+  }
+}
+
+TEST_F(Qwen35FixtureTest, ByDefaultOnlyTheLastRowGetsLogits) {
+  absl::StatusOr<ForwardOutput> last = model_->Prefill(Ids(0, 40), *cache_);
+  ASSERT_TRUE(last.ok()) << last.status();
+  const at::Tensor expected = ReferenceTensor(*reference_, "prefill_logits")[39].unsqueeze(0);
+  EXPECT_TRUE(AllClose(last->logits, expected, kTolerance));
+}
+
+TEST_F(Qwen35FixtureTest, DecodeStepsMatchTransformers) {
+  ASSERT_TRUE(model_->Prefill(Ids(0, kSplit), *cache_).ok());
+  std::vector<at::Tensor> rows;
+  for (int64_t t = kSplit; t < static_cast<int64_t>(ids_.size()); ++t) {
+    absl::StatusOr<at::Tensor> logits = model_->Decode(ids_[t], *cache_);
+    ASSERT_TRUE(logits.ok()) << logits.status();
+    rows.push_back(*logits);
+  }
+  EXPECT_TRUE(AllClose(at::stack(rows), ReferenceTensor(*reference_, "decode_logits"), kTolerance));
+}
+
+TEST_F(Qwen35FixtureTest, VerifyBlockMatchesTransformers) {
+  ASSERT_TRUE(model_->Prefill(Ids(0, kSplit), *cache_).ok());
+  absl::StatusOr<ForwardOutput> block =
+      model_->ForwardBlock(Ids(kSplit, kSplit + kBlockLength), *cache_, AllLogits());
+  ASSERT_TRUE(block.ok()) << block.status();
+  EXPECT_TRUE(AllClose(block->logits, ReferenceTensor(*reference_, "block_logits"), kTolerance));
+  EXPECT_EQ(cache_->length(), kSplit + kBlockLength);
+}
+
+TEST_F(Qwen35FixtureTest, PromptPrefilledInPiecesMatchesTransformers) {
+  ASSERT_TRUE(model_->Prefill(Ids(0, 64), *cache_).ok());
+  ASSERT_TRUE(model_->Extend(Ids(64, 130), *cache_).ok());
+  absl::StatusOr<ForwardOutput> last = model_->Extend(Ids(130, 150), *cache_, AllLogits());
+  ASSERT_TRUE(last.ok()) << last.status();
+  const at::Tensor expected = ReferenceTensor(*reference_, "prefill_logits").narrow(0, 130, 20);
+  EXPECT_TRUE(AllClose(last->logits, expected, kTolerance));
+}
+
+TEST_F(Qwen35FixtureTest, GreedyContinuationMatchesTransformers) {
+  const at::Tensor expected = ReferenceTensor(*reference_, "greedy_ids");
+  absl::StatusOr<ForwardOutput> prefill = model_->Prefill(Ids(0, 40), *cache_);
+  ASSERT_TRUE(prefill.ok()) << prefill.status();
+  at::Tensor logits = prefill->logits[0];
+  std::vector<int64_t> generated;
+  for (int64_t i = 0; i < expected.numel(); ++i) {
+    generated.push_back(logits.argmax().item<int64_t>());
+    absl::StatusOr<at::Tensor> next = model_->Decode(generated.back(), *cache_);
+    ASSERT_TRUE(next.ok()) << next.status();
+    logits = *next;
+  }
+  const std::vector<int64_t> expected_ids(expected.data_ptr<int64_t>(),
+                                          expected.data_ptr<int64_t>() + expected.numel());
+  EXPECT_EQ(generated, expected_ids);
+}
+
+TEST_F(Qwen35FixtureTest, Bfloat16PredictsLikeFloat32) {
+  // These random weights are sensitive: rounding them alone to bfloat16 moves logits by ~2, so
+  // the check is on predictions, not values.
+  absl::StatusOr<Qwen35Model> bf16 = Qwen35Model::Load(
+      specd::testing::SharedDir() / "fixtures" / "qwen35-tiny-a", {.dtype = at::kBFloat16});
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  absl::StatusOr<Qwen35Cache> cache = bf16->NewCache(256);
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  absl::StatusOr<ForwardOutput> out = bf16->Prefill(ids_, *cache, AllLogits());
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->logits.scalar_type(), at::kFloat);
+  const at::Tensor expected = ReferenceTensor(*reference_, "prefill_logits");
+  const double agreement =
+      out->logits.argmax(-1).eq(expected.argmax(-1)).to(at::kDouble).mean().item<double>();
+  EXPECT_GE(agreement, 0.9);
+}
+
+TEST_F(Qwen35FixtureTest, ResetCacheServesTheNextRequestLikeANewOne) {
+  ASSERT_TRUE(model_->Prefill(Ids(50, 90), *cache_).ok());
+  ASSERT_TRUE(model_->Decode(ids_[90], *cache_).ok());
+  absl::StatusOr<ForwardOutput> reused = model_->Prefill(Ids(0, 40), *cache_);
+  ASSERT_TRUE(reused.ok()) << reused.status();
+  const at::Tensor expected = ReferenceTensor(*reference_, "prefill_logits")[39].unsqueeze(0);
+  EXPECT_TRUE(AllClose(reused->logits, expected, kTolerance));
+}
+
+TEST_F(Qwen35FixtureTest, RejectsTokensBeyondTheCacheOrVocabulary) {
+  absl::StatusOr<Qwen35Cache> small = model_->NewCache(8);
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(model_->Prefill(Ids(0, 9), *small).status().code(), absl::StatusCode::kOutOfRange);
+  const std::vector<int64_t> outside = {1, model_->config().vocab_size};
+  EXPECT_EQ(model_->Prefill(outside, *small).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace specd::model

@@ -1,0 +1,117 @@
+// Rolling a cache back after a verify block: for every number k of accepted tokens, what comes
+// next must be what a cache that only ever saw those k tokens gives.
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/io/safetensors_file.h"
+#include "common/model/qwen35_model.h"
+#include "gtest/gtest.h"
+#include "tests/support/paths.h"
+#include "tests/unit/common/model/tensor_matchers.h"
+
+namespace specd::model {
+namespace {
+
+using testing::AllClose;
+using testing::ReferenceTensor;
+
+constexpr int64_t kPrompt = 100;
+constexpr int64_t kBlockLength = 16;
+// Both sides run the same chunked recurrence from the same state; only the projections' batch
+// shapes differ, so they agree to float32 rounding.
+constexpr double kTolerance = 1e-4;
+
+class RollbackTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto dir = specd::testing::SharedDir() / "fixtures" / "qwen35-tiny-a";
+    absl::StatusOr<Qwen35Model> model = Qwen35Model::Load(dir);
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = std::make_unique<Qwen35Model>(*std::move(model));
+    absl::StatusOr<io::SafetensorsFile> reference =
+        io::SafetensorsFile::Open(dir / "reference.safetensors");
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    const at::Tensor ids = ReferenceTensor(*reference, "input_ids");
+    ids_.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+  }
+
+  Qwen35Cache NewCache() const {
+    absl::StatusOr<Qwen35Cache> cache = model_->NewCache(256);
+    EXPECT_TRUE(cache.ok()) << cache.status();
+    return *std::move(cache);
+  }
+
+  std::span<const int64_t> Ids(int64_t begin, int64_t end) const {
+    return std::span<const int64_t>(ids_).subspan(begin, end - begin);
+  }
+
+  // Logits after feeding ids[kPrompt + accepted] to a cache that saw the prompt and then only
+  // the first `accepted` block tokens.
+  at::Tensor LogitsWithoutRejectedTokens(int64_t accepted) const {
+    Qwen35Cache cache = NewCache();
+    EXPECT_TRUE(model_->Prefill(Ids(0, kPrompt), cache).ok());
+    if (accepted > 0) {
+      EXPECT_TRUE(model_->ForwardBlock(Ids(kPrompt, kPrompt + accepted), cache).ok());
+    }
+    absl::StatusOr<at::Tensor> logits = model_->Decode(ids_[kPrompt + accepted], cache);
+    EXPECT_TRUE(logits.ok()) << logits.status();
+    return logits.ok() ? *logits : at::Tensor();
+  }
+
+  std::unique_ptr<Qwen35Model> model_;
+  std::vector<int64_t> ids_;
+};
+
+TEST_F(RollbackTest, AfterRollbackToKTokensTheCacheActsAsIfItSawOnlyThose) {
+  Qwen35Cache cache = NewCache();
+  for (int64_t accepted = 0; accepted <= kBlockLength; ++accepted) {
+    ASSERT_TRUE(model_->Prefill(Ids(0, kPrompt), cache).ok());
+    ASSERT_TRUE(model_->ForwardBlock(Ids(kPrompt, kPrompt + kBlockLength), cache).ok());
+    ASSERT_TRUE(cache.Rollback(accepted).ok());
+    EXPECT_EQ(cache.length(), kPrompt + accepted);
+    absl::StatusOr<at::Tensor> logits = model_->Decode(ids_[kPrompt + accepted], cache);
+    ASSERT_TRUE(logits.ok()) << logits.status();
+    EXPECT_TRUE(AllClose(*logits, LogitsWithoutRejectedTokens(accepted), kTolerance))
+        << accepted << " tokens accepted";
+  }
+}
+
+TEST_F(RollbackTest, SpeculationRoundsCanFollowOneAnother) {
+  // Three verify rounds keeping 5, 0 and 16 tokens equal one cache fed just those tokens.
+  Qwen35Cache speculative = NewCache();
+  Qwen35Cache plain = NewCache();
+  ASSERT_TRUE(model_->Prefill(Ids(0, kPrompt), speculative).ok());
+  ASSERT_TRUE(model_->Prefill(Ids(0, kPrompt), plain).ok());
+  int64_t position = kPrompt;
+  for (const int64_t accepted : {5, 0, 16}) {
+    ASSERT_TRUE(model_->ForwardBlock(Ids(position, position + kBlockLength), speculative).ok());
+    ASSERT_TRUE(speculative.Rollback(accepted).ok());
+    if (accepted > 0) {
+      ASSERT_TRUE(model_->ForwardBlock(Ids(position, position + accepted), plain).ok());
+    }
+    position += accepted;
+  }
+  absl::StatusOr<at::Tensor> expected = model_->Decode(ids_[position], plain);
+  absl::StatusOr<at::Tensor> actual = model_->Decode(ids_[position], speculative);
+  ASSERT_TRUE(expected.ok() && actual.ok());
+  EXPECT_TRUE(AllClose(*actual, *expected, kTolerance));
+}
+
+TEST_F(RollbackTest, OnlyTheLastBlockCanBeRolledBack) {
+  Qwen35Cache cache = NewCache();
+  ASSERT_TRUE(model_->Prefill(Ids(0, kPrompt), cache).ok());
+  EXPECT_EQ(cache.Rollback(1).code(), absl::StatusCode::kFailedPrecondition);  // no block yet
+  ASSERT_TRUE(model_->ForwardBlock(Ids(kPrompt, kPrompt + 4), cache).ok());
+  EXPECT_EQ(cache.pending_block_length(), 4);
+  EXPECT_EQ(cache.Rollback(5).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(model_->Decode(ids_[kPrompt + 4], cache).ok());  // commits the block
+  EXPECT_EQ(cache.pending_block_length(), 0);
+  EXPECT_EQ(cache.Rollback(2).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(cache.length(), kPrompt + 5);
+}
+
+}  // namespace
+}  // namespace specd::model
