@@ -1,0 +1,78 @@
+#include "common/model/sampling.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+namespace specd::model {
+namespace {
+
+constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
+
+at::Tensor TokenTensor(std::span<const int64_t> tokens, const at::Tensor& like) {
+  return at::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), at::kLong)
+      .to(like.device());
+}
+
+}  // namespace
+
+Sampler::Sampler(const SamplingParams& params) : params_(params), random_(params.seed) {}
+
+at::Tensor Sampler::PenalisedLogits(const at::Tensor& logits, std::span<const int64_t> prompt,
+                                    std::span<const int64_t> generated) const {
+  at::Tensor out = logits.to(at::kFloat).clone();
+  if (params_.repetition_penalty != 1 && (!prompt.empty() || !generated.empty())) {
+    const at::Tensor seen = at::cat({TokenTensor(prompt, out), TokenTensor(generated, out)});
+    const at::Tensor values = out.index_select(0, seen);
+    out.index_put_({seen}, at::where(values > 0, values / params_.repetition_penalty,
+                                     values * params_.repetition_penalty));
+  }
+  if (params_.presence_penalty != 0 && !generated.empty()) {
+    at::Tensor present = at::zeros_like(out);
+    present.index_fill_(0, TokenTensor(generated, out), 1.0);
+    out.sub_(present * params_.presence_penalty);
+  }
+  return out;
+}
+
+at::Tensor Sampler::Probabilities(const at::Tensor& logits, std::span<const int64_t> prompt,
+                                  std::span<const int64_t> generated) const {
+  at::Tensor scores = PenalisedLogits(logits, prompt, generated);
+  if (greedy()) return at::zeros_like(scores).index_fill_(0, scores.argmax(), 1.0);
+  scores.div_(params_.temperature);
+  const int64_t vocab = scores.size(0);
+  if (params_.top_k > 0 && params_.top_k < vocab) {
+    const at::Tensor kth = std::get<0>(scores.topk(params_.top_k)).select(0, params_.top_k - 1);
+    scores.masked_fill_(scores < kth, kNegativeInfinity);
+  }
+  at::Tensor probs = at::softmax(scores, 0);
+  if (params_.top_p < 1) {
+    const auto [sorted, order] = probs.sort(/*dim=*/0, /*descending=*/true);
+    // A token stays while the tokens ranked above it hold less than top_p; the first always does.
+    const at::Tensor above = sorted.cumsum(0) - sorted;
+    probs.index_put_({order.masked_select(above >= params_.top_p)}, 0.0);
+  }
+  if (params_.min_p > 0) {
+    probs.masked_fill_(probs < probs.max() * params_.min_p, 0.0);
+  }
+  return probs / probs.sum();
+}
+
+int64_t Sampler::Sample(const at::Tensor& logits, std::span<const int64_t> prompt,
+                        std::span<const int64_t> generated) {
+  if (greedy()) return PenalisedLogits(logits, prompt, generated).argmax().item<int64_t>();
+  const at::Tensor cumulative = Probabilities(logits, prompt, generated).cumsum(0);
+  // Inverse CDF with our own uniform, so a seed means the same tokens on any device.
+  const at::Tensor u = at::full({1}, Uniform(), cumulative.options());
+  const int64_t token =
+      at::searchsorted(cumulative, u, /*out_int32=*/false, /*right=*/true).item<int64_t>();
+  return std::min(token, cumulative.size(0) - 1);  // u rounding past the last mass
+}
+
+double Sampler::Uniform() {
+  return static_cast<double>(random_() >> 11) * 0x1.0p-53;  // 53 random bits
+}
+
+}  // namespace specd::model

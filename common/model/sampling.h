@@ -1,0 +1,54 @@
+#pragma once
+// Picks the next token from a row of logits the way serving engines do: penalties for tokens
+// already seen, then temperature, top-k, top-p and min-p, then a draw from a per-request random
+// stream, so that the same seed gives the same tokens. The processed distribution is exposed too:
+// speculative decoding accepts draft tokens against it.
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <random>
+#include <span>
+
+namespace specd::model {
+
+struct SamplingParams {
+  double temperature = 0;  // 0 picks the most likely token (greedy)
+  int64_t top_k = 0;       // keep the k most likely tokens; 0 keeps all
+  double top_p = 1;        // keep the smallest set whose probability reaches top_p
+  double min_p = 0;        // drop tokens below min_p × the most likely token's probability
+  // > 1 makes every token of the prompt or the output less likely: positive logits are divided
+  // by it, negative ones multiplied (transformers' and vLLM's definition).
+  double repetition_penalty = 1;
+  // Subtracted once from the logit of every token the output already contains.
+  double presence_penalty = 0;
+  uint64_t seed = 0;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& params);
+
+  // Penalised logits [vocab] float32 of the next token after `prompt` and `generated`.
+  at::Tensor PenalisedLogits(const at::Tensor& logits, std::span<const int64_t> prompt,
+                             std::span<const int64_t> generated) const;
+
+  // The distribution [vocab] float32 a draw uses: penalties, temperature, top-k, top-p, min-p.
+  // For greedy sampling, all mass on the most likely token.
+  at::Tensor Probabilities(const at::Tensor& logits, std::span<const int64_t> prompt,
+                           std::span<const int64_t> generated) const;
+
+  // The next token; advances the random stream unless greedy.
+  int64_t Sample(const at::Tensor& logits, std::span<const int64_t> prompt,
+                 std::span<const int64_t> generated);
+
+  // A uniform draw in [0, 1) from the request's stream (also used to accept draft tokens).
+  double Uniform();
+
+  bool greedy() const { return params_.temperature <= 0; }
+
+ private:
+  SamplingParams params_;
+  std::mt19937_64 random_;
+};
+
+}  // namespace specd::model
