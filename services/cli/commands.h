@@ -2,8 +2,8 @@
 // The `specd` command line: each file in this folder adds one family of subcommands.
 #include <functional>
 
-#include "absl/status/status.h"
 #include "CLI/CLI.hpp"
+#include "absl/status/status.h"
 
 namespace specd::cli {
 
@@ -13,5 +13,6 @@ void RunOrExit(const CLI::App& command, const std::function<absl::Status()>& bod
 
 void AddTokenizeCommands(CLI::App& app);  // tokenize, detokenize (tokenize_command.cc)
 void AddInspectCommand(CLI::App& app);    // inspect (inspect_command.cc)
+void AddForwardCommand(CLI::App& app);    // forward (forward_command.cc)
 
 }  // namespace specd::cli

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "specd 0.1.0");
   specd::cli::AddTokenizeCommands(app);
   specd::cli::AddInspectCommand(app);
+  specd::cli::AddForwardCommand(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }
