@@ -9,6 +9,7 @@ namespace specd::kernels::cpu {
 
 void ParallelCopy(std::byte* dst, const std::byte* src, std::size_t bytes, int threads) {
   constexpr std::size_t kCacheLine = 64;
+  if (bytes == 0) return;  // memcpy wants valid pointers even for zero bytes
   if (threads <= 1 || bytes < kCacheLine * static_cast<std::size_t>(threads)) {
     std::memcpy(dst, src, bytes);
     return;

@@ -12,7 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/paths.h"
-#include "tests/unit/common/io/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 namespace specd::io {
 namespace {

@@ -10,7 +10,7 @@
 #include "common/io/safetensors_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/unit/common/io/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 namespace specd::io {
 namespace {

@@ -5,14 +5,14 @@
 
 #include "gtest/gtest.h"
 
-namespace specd::io::testing {
+namespace specd::testing {
 
 class TempDir {
  public:
   TempDir() {
     const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
     path_ = std::filesystem::path(::testing::TempDir()) /
-            (std::string("specd_io_") + test->test_suite_name() + "_" + test->name());
+            (std::string("specd_") + test->test_suite_name() + "_" + test->name());
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
@@ -26,4 +26,4 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-}  // namespace specd::io::testing
+}  // namespace specd::testing

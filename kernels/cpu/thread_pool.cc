@@ -1,0 +1,66 @@
+#include "kernels/cpu/thread_pool.h"
+
+#include <algorithm>
+
+namespace specd::kernels::cpu {
+
+ThreadPool::ThreadPool(int threads) {
+  for (int part = 1; part < std::max(threads, 1); ++part) {
+    workers_.emplace_back([this, part] { WorkerLoop(part); });
+  }
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  work_ready_.notify_all();
+  for (std::thread& worker : workers_) worker.join();
+}
+
+void ThreadPool::Run(const std::function<void(int)>& part) {
+  if (workers_.empty()) {
+    part(0);
+    return;
+  }
+  std::lock_guard run_lock(run_mutex_);
+  {
+    std::lock_guard lock(mutex_);
+    part_ = &part;
+    pending_ = static_cast<int>(workers_.size());
+    ++generation_;
+  }
+  work_ready_.notify_all();
+  part(0);
+  std::unique_lock lock(mutex_);
+  work_done_.wait(lock, [this] { return pending_ == 0; });
+  part_ = nullptr;
+}
+
+ThreadPool& ThreadPool::Shared() {
+  static ThreadPool pool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  return pool;
+}
+
+void ThreadPool::WorkerLoop(int part) {
+  uint64_t done_generation = 0;
+  while (true) {
+    const std::function<void(int)>* work;
+    {
+      std::unique_lock lock(mutex_);
+      work_ready_.wait(lock, [&] { return stopping_ || generation_ != done_generation; });
+      if (stopping_) return;
+      done_generation = generation_;
+      work = part_;
+    }
+    (*work)(part);
+    {
+      std::lock_guard lock(mutex_);
+      if (--pending_ > 0) continue;
+    }
+    work_done_.notify_one();
+  }
+}
+
+}  // namespace specd::kernels::cpu

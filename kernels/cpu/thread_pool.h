@@ -1,0 +1,45 @@
+#pragma once
+// A fixed set of worker threads that CPU kernels split one call over. Kernels on a decode step
+// take ~100 µs, so starting threads per call (tens of µs each) would eat the gain; these threads
+// are started once and sleep between calls.
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace specd::kernels::cpu {
+
+class ThreadPool {
+ public:
+  // `threads` parts run at once: the caller plus threads - 1 workers (at least one part).
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Calls part(p) for every p in [0, size()) concurrently, part 0 on the calling thread, and
+  // returns when all have returned. Calls from several threads at once run one after another.
+  void Run(const std::function<void(int part)>& part);
+
+  // One pool per process with a part per hardware thread, started on first use.
+  static ThreadPool& Shared();
+
+ private:
+  void WorkerLoop(int part);
+
+  std::mutex run_mutex_;  // one Run at a time
+  std::mutex mutex_;
+  std::condition_variable work_ready_;
+  std::condition_variable work_done_;
+  const std::function<void(int)>* part_ = nullptr;
+  uint64_t generation_ = 0;  // bumped per Run; a worker runs each generation once
+  int pending_ = 0;          // workers still running the current generation
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace specd::kernels::cpu

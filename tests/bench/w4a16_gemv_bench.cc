@@ -1,0 +1,210 @@
+// W4A16 GEMV/GEMM against a float32 GEMM of the same shape (OpenBLAS sgemm) on the Qwen3.5-4B
+// linear shapes, next to the host copy bandwidth measured in the same process. A decode step
+// reads every weight once and ~2 GB of them never stay in cache, so each benchmark cycles
+// through weights spread over a buffer larger than the last-level cache: the numbers are DRAM
+// numbers, as in serving. Prints a summary with effective GB/s (weight + scale bytes / time)
+// and the speed-up over sgemm after the Google Benchmark output.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/parallel_copy.h"
+#include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/w4a16_gemm.h"
+
+extern "C" void openblas_set_num_threads(int threads);  // not in the netlib cblas.h
+
+namespace specd::kernels::cpu {
+namespace {
+
+struct LinearShape {
+  const char* name;
+  int64_t in;   // K
+  int64_t out;  // N
+};
+
+// Qwen3.5-4B: hidden 2560, 16 query / 4 KV heads of 256 (q_proj doubles for the output gate),
+// MLP 9216, DeltaNet 16 key / 32 value heads of 128.
+constexpr LinearShape kShapes[] = {
+    {"q_proj", 2560, 8192},    {"k_proj", 2560, 1024},
+    {"v_proj", 2560, 1024},    {"o_proj", 4096, 2560},
+    {"gate_proj", 2560, 9216}, {"up_proj", 2560, 9216},
+    {"down_proj", 9216, 2560}, {"in_proj_qkvz", 2560, 2 * 2048 + 2 * 4096},
+    {"out_proj", 4096, 2560},
+};
+constexpr int64_t kRows[] = {1, 4, 16};
+constexpr int64_t kGroupSize = 128;
+
+// One buffer, filled once, that every benchmark reads its weights from: 1 GiB, twice the L3 the
+// OS reports (508 MB), so a benchmark that cycles through it reads from DRAM. Its words are
+// small floats, which are also valid packed INT4 words (any nibbles) and sane scales.
+std::span<const float> Arena() {
+  static const std::vector<float> arena = [] {
+    std::vector<float> values((size_t{1} << 30) / sizeof(float));
+    uint32_t state = 1;
+    for (float& v : values) {
+      state = state * 1664525u + 1013904223u;
+      v = static_cast<float>(state >> 8) * 0x1p-30f - 0x1p-7f;  // in [-1/128, 1/128)
+    }
+    return values;
+  }();
+  return arena;
+}
+
+// Cycles through consecutive slices of `floats` elements of the arena.
+class ColdSlices {
+ public:
+  explicit ColdSlices(size_t floats) : floats_(floats), count_(Arena().size() / floats) {}
+  const float* Next() {
+    const float* slice = Arena().data() + next_ * floats_;
+    next_ = (next_ + 1) % count_;
+    return slice;
+  }
+
+ private:
+  size_t floats_;
+  size_t count_;
+  size_t next_ = 0;
+};
+
+std::vector<float> Activations(int64_t rows, int64_t cols) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> x(rows * cols);
+  for (float& v : x) v = dist(rng);
+  return x;
+}
+
+void BM_W4A16(benchmark::State& state, LinearShape shape) {
+  const int64_t rows = state.range(0);
+  const int64_t packed_words = shape.out * shape.in / 8;
+  const int64_t scales = shape.out * (shape.in / kGroupSize);
+  ColdSlices slices(packed_words + scales);  // words, then the scales, in one slice
+  const std::vector<float> x = Activations(rows, shape.in);
+  std::vector<float> y(rows * shape.out);
+  for (auto _ : state) {
+    const float* slice = slices.Next();
+    const Int4Matrix w{.packed = reinterpret_cast<const int32_t*>(slice),
+                       .scales = slice + packed_words,
+                       .rows = shape.out,
+                       .cols = shape.in,
+                       .group_size = kGroupSize};
+    W4A16Gemm(x.data(), rows, w, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(state.iterations() * (packed_words + scales) * 4);
+}
+
+void BM_Sgemm(benchmark::State& state, LinearShape shape) {
+  const int64_t rows = state.range(0);
+  openblas_set_num_threads(ThreadPool::Shared().size());
+  ColdSlices slices(shape.out * shape.in);
+  const std::vector<float> x = Activations(rows, shape.in);
+  std::vector<float> y(rows * shape.out);
+  for (auto _ : state) {
+    const float* weight = slices.Next();
+    // y[M, N] = x[M, K] · W[N, K]ᵀ; one row goes to gemv, which OpenBLAS's gemm does not do.
+    if (rows == 1) {
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, shape.out, shape.in, 1.0f, weight, shape.in,
+                  x.data(), 1, 0.0f, y.data(), 1);
+    } else {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, shape.out, shape.in, 1.0f,
+                  x.data(), shape.in, weight, shape.in, 0.0f, y.data(), shape.out);
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(state.iterations() * shape.out * shape.in * 4);
+}
+
+// Copies the arena's first half onto a buffer of the same size: the read bandwidth a GEMV
+// streaming its weights can hope for.
+void BM_HostCopy(benchmark::State& state) {
+  const size_t bytes = Arena().size_bytes() / 2;
+  const auto* src = reinterpret_cast<const std::byte*>(Arena().data());
+  std::vector<std::byte> dst(bytes);
+  for (auto _ : state) {
+    ParallelCopy(dst.data(), src, bytes, ThreadPool::Shared().size());
+    benchmark::DoNotOptimize(dst.data());
+  }
+  state.SetBytesProcessed(state.iterations() * bytes);  // bytes read, as for the GEMMs
+}
+
+// Collects time and bytes/s per benchmark while the console shows the usual output: the
+// median when --benchmark_repetitions asks for several runs, else the one run.
+class SummaryReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& run : runs) {
+      const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
+      if (!median && (run.run_type != Run::RT_Iteration || run.repetitions > 1)) continue;
+      const std::string name =
+          run.run_name.function_name + (run.run_name.args.empty() ? "" : "/" + run.run_name.args);
+      seconds_[name] = run.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(run.time_unit);
+      const auto bytes = run.counters.find("bytes_per_second");
+      if (bytes != run.counters.end()) bytes_per_second_[name] = bytes->second;
+    }
+  }
+
+  void PrintSummary() const {
+    const double copy = bytes_per_second_.count("HostCopy") ? bytes_per_second_.at("HostCopy") : 0;
+    std::printf("\nhost copy (read side): %.1f GB/s\n", copy / 1e9);
+    std::printf("%-14s %3s %11s %11s %9s %11s %11s %9s\n", "shape", "M", "w4a16 us", "sgemm us",
+                "speed-up", "w4a16 GB/s", "sgemm GB/s", "of copy");
+    for (const LinearShape& shape : kShapes) {
+      for (int64_t rows : kRows) {
+        const std::string suffix = std::string(shape.name) + "/" + std::to_string(rows);
+        const std::string ours = "W4A16/" + suffix;
+        const std::string theirs = "Sgemm/" + suffix;
+        if (!seconds_.count(ours) || !seconds_.count(theirs)) continue;
+        const double gbps = bytes_per_second_.at(ours);
+        std::printf("%-14s %3lld %11.1f %11.1f %8.2fx %11.1f %11.1f %8.0f%%\n", shape.name,
+                    static_cast<long long>(rows), seconds_.at(ours) * 1e6,
+                    seconds_.at(theirs) * 1e6, seconds_.at(theirs) / seconds_.at(ours), gbps / 1e9,
+                    bytes_per_second_.at(theirs) / 1e9, copy > 0 ? 100.0 * gbps / copy : 0.0);
+      }
+    }
+  }
+
+ private:
+  std::map<std::string, double> seconds_;  // per iteration, real time
+  std::map<std::string, double> bytes_per_second_;
+};
+
+void RegisterAll() {
+  benchmark::RegisterBenchmark("HostCopy", BM_HostCopy)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  for (const LinearShape& shape : kShapes) {
+    for (int64_t rows : kRows) {
+      benchmark::RegisterBenchmark(("W4A16/" + std::string(shape.name)).c_str(), BM_W4A16, shape)
+          ->Arg(rows)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(("Sgemm/" + std::string(shape.name)).c_str(), BM_Sgemm, shape)
+          ->Arg(rows)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace specd::kernels::cpu
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  specd::kernels::cpu::RegisterAll();
+  specd::kernels::cpu::SummaryReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  reporter.PrintSummary();
+  benchmark::Shutdown();
+  return 0;
+}
