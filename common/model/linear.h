@@ -7,6 +7,11 @@
 
 namespace specd::model {
 
+// y = x Wᵀ for a weight [out, in]. A single row (a decode step) takes a matrix-vector product:
+// BLAS sgemm with one row first packs (copies) the whole weight, which makes a memory-bound step
+// move about three times the weight's bytes.
+at::Tensor Project(const at::Tensor& x, const at::Tensor& weight);
+
 class Linear {
  public:
   Linear() = default;

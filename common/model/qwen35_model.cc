@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/io/json_file.h"
+#include "common/model/linear.h"
 #include "common/model/weight_reader.h"
 
 namespace specd::model {
@@ -178,7 +179,7 @@ at::Tensor Qwen35Model::Embed(const at::Tensor& ids) const {
 }
 
 at::Tensor Qwen35Model::Head(const at::Tensor& hidden) const {
-  return at::linear(hidden, lm_head_).to(at::kFloat);
+  return Project(hidden, lm_head_).to(at::kFloat);
 }
 
 }  // namespace specd::model
