@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job for now (./specd.sh demo): what specd can already do end to end. It reads the three
 # reference checkpoints beside the checkout (dense, W4A16, DFlash drafter) and takes a Qwen chat
-# turn through the tokenizer and back. It becomes speculative generation as the engine lands.
+# turn through the tokenizer and back, then decodes with the dense target alone. It becomes
+# speculative generation as the drafter and engine land.
 set -euo pipefail
 specd="$1"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,3 +22,8 @@ echo "$ids"
 echo
 echo "== specd detokenize (the same ids back)"
 "$specd" detokenize --tokenizer "$tokenizer" --ids "${ids// /,}"
+
+echo
+echo "== specd generate (target-only greedy decoding of the dense fixture, 24 new tokens)"
+"$specd" generate --model "$fixtures/qwen35-tiny-a" --ids 5,17,42,99,7,256,3,18 --max-new-tokens 24 \
+  --ignore-eos --format json

@@ -14,5 +14,7 @@ void RunOrExit(const CLI::App& command, const std::function<absl::Status()>& bod
 void AddTokenizeCommands(CLI::App& app);  // tokenize, detokenize (tokenize_command.cc)
 void AddInspectCommand(CLI::App& app);    // inspect (inspect_command.cc)
 void AddForwardCommand(CLI::App& app);    // forward (forward_command.cc)
+void AddGenerateCommand(CLI::App& app);   // generate (generate_command.cc)
+void AddBenchCommands(CLI::App& app);     // bench decode, bench init-model (bench_command.cc)
 
 }  // namespace specd::cli

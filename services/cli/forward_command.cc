@@ -8,12 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "common/io/safetensors_writer.h"
 #include "common/model/qwen35_model.h"
 #include "services/cli/commands.h"
+#include "services/cli/token_id_list.h"
 
 namespace specd::cli {
 namespace {
@@ -28,19 +27,6 @@ struct ForwardFlags {
   std::string device = "cpu";
   std::string dtype;  // by device when empty: float32 on the CPU, bfloat16 on CUDA
 };
-
-absl::StatusOr<std::vector<int64_t>> ParseIdList(const std::string& list) {
-  std::vector<int64_t> ids;
-  for (absl::string_view field : absl::StrSplit(list, ',', absl::SkipWhitespace())) {
-    int64_t id;
-    if (!absl::SimpleAtoi(field, &id)) {
-      return absl::InvalidArgumentError(absl::StrCat("--ids: \"", field, "\" is not a token id"));
-    }
-    ids.push_back(id);
-  }
-  if (ids.empty()) return absl::InvalidArgumentError("--ids: no token ids");
-  return ids;
-}
 
 absl::StatusOr<model::ModelOptions> ParseModelOptions(const ForwardFlags& flags) {
   model::ModelOptions options;
@@ -130,7 +116,7 @@ io::TensorView Float32View(const std::string& name, const at::Tensor& tensor) {
 }
 
 absl::Status Forward(const ForwardFlags& flags) {
-  absl::StatusOr<std::vector<int64_t>> ids = ParseIdList(flags.ids);
+  absl::StatusOr<std::vector<int64_t>> ids = ParseIdList(flags.ids, "--ids");
   if (!ids.ok()) return ids.status();
   absl::StatusOr<model::ModelOptions> options = ParseModelOptions(flags);
   if (!options.ok()) return options.status();

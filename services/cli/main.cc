@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   specd::cli::AddTokenizeCommands(app);
   specd::cli::AddInspectCommand(app);
   specd::cli::AddForwardCommand(app);
+  specd::cli::AddGenerateCommand(app);
+  specd::cli::AddBenchCommands(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }
