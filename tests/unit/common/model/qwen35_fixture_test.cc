@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "tests/support/paths.h"
 #include "tests/unit/common/model/tensor_matchers.h"
+#include "tests/unit/common/model/tiny_fixture.h"
 
 namespace specd::model {
 namespace {
@@ -28,16 +29,10 @@ ForwardOptions AllLogits() { return {.logit_rows = LogitRows::kAll, .hidden_stat
 class Qwen35FixtureTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const auto dir = specd::testing::SharedDir() / "fixtures" / "qwen35-tiny-a";
-    absl::StatusOr<Qwen35Model> model = Qwen35Model::Load(dir);
-    ASSERT_TRUE(model.ok()) << model.status();
-    model_ = std::make_unique<Qwen35Model>(*std::move(model));
-    absl::StatusOr<io::SafetensorsFile> reference =
-        io::SafetensorsFile::Open(dir / "reference.safetensors");
-    ASSERT_TRUE(reference.ok()) << reference.status();
-    reference_ = std::make_unique<io::SafetensorsFile>(*std::move(reference));
-    const at::Tensor ids = ReferenceTensor(*reference_, "input_ids");
-    ids_.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+    testing::TinyFixture fixture = testing::LoadTinyFixture();
+    model_ = std::move(fixture.model);
+    reference_ = std::move(fixture.reference);
+    ids_ = std::move(fixture.ids);
   }
   static void TearDownTestSuite() {
     model_.reset();

@@ -6,17 +6,15 @@
 #include <memory>
 #include <vector>
 
-#include "common/io/safetensors_file.h"
 #include "common/model/qwen35_model.h"
 #include "gtest/gtest.h"
-#include "tests/support/paths.h"
 #include "tests/unit/common/model/tensor_matchers.h"
+#include "tests/unit/common/model/tiny_fixture.h"
 
 namespace specd::model {
 namespace {
 
 using testing::AllClose;
-using testing::ReferenceTensor;
 
 constexpr int64_t kPrompt = 100;
 constexpr int64_t kBlockLength = 16;
@@ -27,15 +25,10 @@ constexpr double kTolerance = 1e-4;
 class RollbackTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const auto dir = specd::testing::SharedDir() / "fixtures" / "qwen35-tiny-a";
-    absl::StatusOr<Qwen35Model> model = Qwen35Model::Load(dir);
-    ASSERT_TRUE(model.ok()) << model.status();
-    model_ = std::make_unique<Qwen35Model>(*std::move(model));
-    absl::StatusOr<io::SafetensorsFile> reference =
-        io::SafetensorsFile::Open(dir / "reference.safetensors");
-    ASSERT_TRUE(reference.ok()) << reference.status();
-    const at::Tensor ids = ReferenceTensor(*reference, "input_ids");
-    ids_.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+    testing::TinyFixture fixture = testing::LoadTinyFixture();
+    ASSERT_NE(fixture.model, nullptr);
+    model_ = std::move(fixture.model);
+    ids_ = std::move(fixture.ids);
   }
 
   Qwen35Cache NewCache() const {

@@ -1,0 +1,41 @@
+#pragma once
+// The qwen35-tiny-a fixture (../shared/fixtures/README.md): the model, transformers' reference
+// outputs for it, and the input ids those outputs came from.
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/io/safetensors_file.h"
+#include "common/model/qwen35_model.h"
+#include "gtest/gtest.h"
+#include "tests/support/paths.h"
+#include "tests/unit/common/model/tensor_matchers.h"
+
+namespace specd::model::testing {
+
+struct TinyFixture {
+  std::unique_ptr<Qwen35Model> model;  // null when loading failed (the test has failed then)
+  std::unique_ptr<io::SafetensorsFile> reference;
+  std::vector<int64_t> ids;  // the reference's input_ids
+};
+
+inline TinyFixture LoadTinyFixture() {
+  TinyFixture fixture;
+  const auto dir = specd::testing::SharedDir() / "fixtures" / "qwen35-tiny-a";
+  absl::StatusOr<Qwen35Model> model = Qwen35Model::Load(dir);
+  absl::StatusOr<io::SafetensorsFile> reference =
+      io::SafetensorsFile::Open(dir / "reference.safetensors");
+  if (!model.ok() || !reference.ok()) {
+    ADD_FAILURE() << "cannot load the fixture: " << model.status() << "; " << reference.status();
+    return fixture;
+  }
+  fixture.model = std::make_unique<Qwen35Model>(*std::move(model));
+  fixture.reference = std::make_unique<io::SafetensorsFile>(*std::move(reference));
+  const at::Tensor ids = ReferenceTensor(*fixture.reference, "input_ids");
+  fixture.ids.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+  return fixture;
+}
+
+}  // namespace specd::model::testing
