@@ -2,6 +2,7 @@
 # One entry point for people and CI: set up, build, test, run the main job.
 # Each command does set-up and build as needed, so it works on a fresh Debian 12 machine (as root).
 set -euo pipefail
+shopt -s inherit_errexit  # a failed build inside $(build) must stop the script, not run ctest
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$root"
 # ccache hits across clones in other folders (CI builds a fresh clone): hash paths relative to here.
