@@ -25,9 +25,9 @@ DecoderLayer DecoderLayer::Load(WeightReader& reader, const io::Qwen35TextConfig
   layer.post_attention_layernorm_ =
       ZeroCentredRmsNorm(reader.Float32(prefix + "post_attention_layernorm.weight", {hidden}), eps);
   layer.mlp_ = SwiGluMlp{
-      .gate_proj = Linear(reader.Matrix(prefix + "mlp.gate_proj.weight", intermediate, hidden)),
-      .up_proj = Linear(reader.Matrix(prefix + "mlp.up_proj.weight", intermediate, hidden)),
-      .down_proj = Linear(reader.Matrix(prefix + "mlp.down_proj.weight", hidden, intermediate)),
+      .gate_proj = reader.Projection(prefix + "mlp.gate_proj", intermediate, hidden),
+      .up_proj = reader.Projection(prefix + "mlp.up_proj", intermediate, hidden),
+      .down_proj = reader.Projection(prefix + "mlp.down_proj", hidden, intermediate),
   };
   return layer;
 }

@@ -15,10 +15,10 @@ GatedAttention GatedAttention::Load(WeightReader& reader, const io::Qwen35TextCo
   layer.head_dim_ = config.head_dim;
   const int64_t hidden = config.hidden_size;
   const int64_t d = config.head_dim;
-  layer.q_proj_ = Linear(reader.Matrix(prefix + "q_proj.weight", 2 * layer.heads_ * d, hidden));
-  layer.k_proj_ = Linear(reader.Matrix(prefix + "k_proj.weight", layer.kv_heads_ * d, hidden));
-  layer.v_proj_ = Linear(reader.Matrix(prefix + "v_proj.weight", layer.kv_heads_ * d, hidden));
-  layer.o_proj_ = Linear(reader.Matrix(prefix + "o_proj.weight", hidden, layer.heads_ * d));
+  layer.q_proj_ = reader.Projection(prefix + "q_proj", 2 * layer.heads_ * d, hidden);
+  layer.k_proj_ = reader.Projection(prefix + "k_proj", layer.kv_heads_ * d, hidden);
+  layer.v_proj_ = reader.Projection(prefix + "v_proj", layer.kv_heads_ * d, hidden);
+  layer.o_proj_ = reader.Projection(prefix + "o_proj", hidden, layer.heads_ * d);
   const double eps = config.rms_norm_eps;
   layer.q_norm_ = ZeroCentredRmsNorm(reader.Float32(prefix + "q_norm.weight", {d}), eps);
   layer.k_norm_ = ZeroCentredRmsNorm(reader.Float32(prefix + "k_norm.weight", {d}), eps);

@@ -26,11 +26,10 @@ GatedDeltaNet GatedDeltaNet::Load(WeightReader& reader, const io::Qwen35TextConf
   dims.conv_kernel = config.linear_conv_kernel_dim;
   const int64_t hidden = config.hidden_size;
   const int64_t value_width = dims.value_heads * dims.value_dim;
-  layer.in_proj_qkv_ =
-      Linear(reader.Matrix(prefix + "in_proj_qkv.weight", dims.conv_channels(), hidden));
-  layer.in_proj_z_ = Linear(reader.Matrix(prefix + "in_proj_z.weight", value_width, hidden));
-  layer.in_proj_b_ = Linear(reader.Matrix(prefix + "in_proj_b.weight", dims.value_heads, hidden));
-  layer.in_proj_a_ = Linear(reader.Matrix(prefix + "in_proj_a.weight", dims.value_heads, hidden));
+  layer.in_proj_qkv_ = reader.Projection(prefix + "in_proj_qkv", dims.conv_channels(), hidden);
+  layer.in_proj_z_ = reader.Projection(prefix + "in_proj_z", value_width, hidden);
+  layer.in_proj_b_ = reader.Projection(prefix + "in_proj_b", dims.value_heads, hidden);
+  layer.in_proj_a_ = reader.Projection(prefix + "in_proj_a", dims.value_heads, hidden);
   layer.conv_weight_ =
       reader.Weight(prefix + "conv1d.weight", {dims.conv_channels(), 1, dims.conv_kernel})
           .squeeze(1);
@@ -38,7 +37,7 @@ GatedDeltaNet GatedDeltaNet::Load(WeightReader& reader, const io::Qwen35TextConf
   layer.dt_bias_ = reader.Float32(prefix + "dt_bias", {dims.value_heads});
   layer.norm_ =
       GatedRmsNorm(reader.Weight(prefix + "norm.weight", {dims.value_dim}), config.rms_norm_eps);
-  layer.out_proj_ = Linear(reader.Matrix(prefix + "out_proj.weight", hidden, value_width));
+  layer.out_proj_ = reader.Projection(prefix + "out_proj", hidden, value_width);
   return layer;
 }
 

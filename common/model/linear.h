@@ -4,6 +4,9 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <memory>
+
+#include "common/quant/int4_kernel_weight.h"
 
 namespace specd::model {
 
@@ -12,19 +15,24 @@ namespace specd::model {
 // move about three times the weight's bytes.
 at::Tensor Project(const at::Tensor& x, const at::Tensor& weight);
 
+// Either dense (a weight tensor) or W4A16: INT4 codes run by the fused CPU kernel on float32
+// activations, never expanded to a dense weight. Copies share the quantized weight.
 class Linear {
  public:
   Linear() = default;
   explicit Linear(at::Tensor weight) : weight_(std::move(weight)) {}  // [out, in]
+  explicit Linear(std::shared_ptr<const quant::Int4KernelWeight> int4) : int4_(std::move(int4)) {}
 
   at::Tensor Forward(const at::Tensor& x) const;  // [..., in] -> [..., out]
 
-  int64_t in_features() const { return weight_.size(1); }
-  int64_t out_features() const { return weight_.size(0); }
-  const at::Tensor& weight() const { return weight_; }
+  bool quantized() const { return int4_ != nullptr; }
+  int64_t in_features() const { return quantized() ? int4_->cols() : weight_.size(1); }
+  int64_t out_features() const { return quantized() ? int4_->rows() : weight_.size(0); }
+  const at::Tensor& weight() const { return weight_; }  // undefined when quantized
 
  private:
   at::Tensor weight_;
+  std::shared_ptr<const quant::Int4KernelWeight> int4_;
 };
 
 }  // namespace specd::model

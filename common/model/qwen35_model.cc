@@ -2,10 +2,12 @@
 
 #include <ATen/ATen.h>
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/io/json_file.h"
+#include "common/io/quantization_config.h"
 #include "common/model/linear.h"
 #include "common/model/weight_reader.h"
 
@@ -32,14 +34,24 @@ absl::StatusOr<Qwen35Model> Qwen35Model::Load(const std::filesystem::path& dir,
   absl::StatusOr<io::Qwen35TextConfig> config =
       io::ParseQwen35TextConfig(*json, config_path.string());
   if (!config.ok()) return config.status();
+  absl::StatusOr<std::optional<io::QuantizationConfig>> quantization =
+      io::ParseQuantizationConfig(*json, config_path.string());
+  if (!quantization.ok()) return quantization.status();
+  QuantizedLinears quantized;
+  if (quantization->has_value()) {
+    absl::StatusOr<QuantizedLinears> linears = QuantizedLinears::FromConfig(**quantization);
+    if (!linears.ok()) return linears.status();
+    quantized = *std::move(linears);
+  }
   absl::StatusOr<io::Checkpoint> checkpoint = io::Checkpoint::Open(dir);
   if (!checkpoint.ok()) return checkpoint.status();
-  return Load(*config, *checkpoint, options);
+  return Load(*config, *checkpoint, options, quantized);
 }
 
 absl::StatusOr<Qwen35Model> Qwen35Model::Load(const io::Qwen35TextConfig& config,
                                               const io::Checkpoint& checkpoint,
-                                              const ModelOptions& options) {
+                                              const ModelOptions& options,
+                                              const QuantizedLinears& quantized) {
   if (config.num_key_value_heads <= 0 ||
       config.num_attention_heads % config.num_key_value_heads != 0 ||
       config.linear_num_key_heads <= 0 ||
@@ -53,7 +65,7 @@ absl::StatusOr<Qwen35Model> Qwen35Model::Load(const io::Qwen35TextConfig& config
         Qwen35Model model;
         model.config_ = config;
         model.options_ = options;
-        WeightReader reader(checkpoint, config.tensor_prefix, options);
+        WeightReader reader(checkpoint, config.tensor_prefix, options, quantized);
         const int64_t vocab = config.vocab_size;
         const int64_t hidden = config.hidden_size;
         model.embed_tokens_ = reader.Matrix("embed_tokens.weight", vocab, hidden);
@@ -67,6 +79,9 @@ absl::StatusOr<Qwen35Model> Qwen35Model::Load(const io::Qwen35TextConfig& config
           model.lm_head_ = model.embed_tokens_;
         } else {
           // The head sits beside the text model, outside its prefix, in both layouts.
+          if (quantized.Contains("lm_head")) {
+            return absl::UnimplementedError("a quantized lm_head is not supported");
+          }
           WeightReader head_reader(checkpoint, "", options);
           model.lm_head_ = head_reader.Matrix("lm_head.weight", vocab, hidden);
           if (!head_reader.status().ok()) return head_reader.status();

@@ -14,6 +14,7 @@
 #include "common/io/qwen35_config.h"
 #include "common/model/decoder_layer.h"
 #include "common/model/model_options.h"
+#include "common/model/quantized_linears.h"
 #include "common/model/qwen35_cache.h"
 #include "common/model/rms_norm.h"
 #include "common/model/rope.h"
@@ -38,13 +39,15 @@ struct ForwardOutput {
 // LibTorch error) may leave it part-way through a forward, so Reset it before reusing it.
 class Qwen35Model {
  public:
-  // Reads `dir`/config.json and the safetensors beside it.
+  // Reads `dir`/config.json and the safetensors beside it, with the Linears its compressed-tensors
+  // quantization_config names (if any) in W4A16.
   static absl::StatusOr<Qwen35Model> Load(const std::filesystem::path& dir,
                                           const ModelOptions& options = {});
   // Tensors are named under config.tensor_prefix; vision and MTP tensors are not read.
   static absl::StatusOr<Qwen35Model> Load(const io::Qwen35TextConfig& config,
                                           const io::Checkpoint& checkpoint,
-                                          const ModelOptions& options = {});
+                                          const ModelOptions& options = {},
+                                          const QuantizedLinears& quantized = {});
 
   const io::Qwen35TextConfig& config() const { return config_; }
   const ModelOptions& options() const { return options_; }

@@ -13,7 +13,9 @@
 #include "absl/status/status.h"
 #include "common/io/checkpoint.h"
 #include "common/io/tensor_view.h"
+#include "common/model/linear.h"
 #include "common/model/model_options.h"
+#include "common/model/quantized_linears.h"
 
 namespace specd::model {
 
@@ -25,7 +27,14 @@ absl::StatusOr<at::Tensor> TensorFromView(const io::TensorView& view, c10::Scala
 class WeightReader {
  public:
   // Names passed to the reads below are relative to `prefix` (e.g. "model.language_model.").
-  WeightReader(const io::Checkpoint& checkpoint, std::string prefix, ModelOptions options);
+  // Linears that `quantized` names are read from their pack-quantized tensors.
+  WeightReader(const io::Checkpoint& checkpoint, std::string prefix, ModelOptions options,
+               QuantizedLinears quantized = {});
+
+  // The Linear `module` (e.g. "layers.0.mlp.up_proj"), weight [rows, cols]: dense from
+  // `module`.weight, or W4A16 from `module`.weight_packed, ... when the quantization config says
+  // so (then only on a float32 CPU model).
+  Linear Projection(std::string_view module, int64_t rows, int64_t cols);
 
   // A projection or embedding matrix, in the model's dtype.
   at::Tensor Matrix(std::string_view name, int64_t rows, int64_t cols);
@@ -43,6 +52,7 @@ class WeightReader {
   const io::Checkpoint& checkpoint_;
   std::string prefix_;
   ModelOptions options_;
+  QuantizedLinears quantized_;
   absl::Status status_;
 };
 

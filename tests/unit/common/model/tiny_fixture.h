@@ -1,10 +1,11 @@
 #pragma once
-// The qwen35-tiny-a fixture (../shared/fixtures/README.md): the model, transformers' reference
-// outputs for it, and the input ids those outputs came from.
+// The qwen35-tiny-a fixture or one of its variants (../shared/fixtures/README.md): the model,
+// transformers' reference outputs for it, and the input ids those outputs came from.
 #include <ATen/ATen.h>
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/io/safetensors_file.h"
@@ -21,9 +22,9 @@ struct TinyFixture {
   std::vector<int64_t> ids;  // the reference's input_ids
 };
 
-inline TinyFixture LoadTinyFixture() {
+inline TinyFixture LoadTinyFixture(const std::string& name = "qwen35-tiny-a") {
   TinyFixture fixture;
-  const auto dir = specd::testing::SharedDir() / "fixtures" / "qwen35-tiny-a";
+  const auto dir = specd::testing::SharedDir() / "fixtures" / name;
   absl::StatusOr<Qwen35Model> model = Qwen35Model::Load(dir);
   absl::StatusOr<io::SafetensorsFile> reference =
       io::SafetensorsFile::Open(dir / "reference.safetensors");

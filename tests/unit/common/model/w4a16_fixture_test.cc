@@ -1,0 +1,194 @@
+// The model serving the qwen35-tiny-a-w4a16 fixture (compressed-tensors pack-quantized INT4,
+// group 32) against transformers' outputs computed with the dequantized weights
+// (../shared/fixtures/README.md): prefill, decode steps, a verify block and a greedy
+// continuation, with the quantized Linears run by the CPU kernel.
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/io/checkpoint.h"
+#include "common/io/checkpoint_writer.h"
+#include "common/io/json_file.h"
+#include "common/io/quantization_config.h"
+#include "common/io/safetensors_file.h"
+#include "common/model/quantized_linears.h"
+#include "common/model/qwen35_model.h"
+#include "common/model/weight_reader.h"
+#include "gtest/gtest.h"
+#include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
+#include "tests/unit/common/model/tensor_matchers.h"
+#include "tests/unit/common/model/tiny_fixture.h"
+
+namespace specd::model {
+namespace {
+
+using testing::AllClose;
+using testing::MaxAbsDiff;
+using testing::ReferenceTensor;
+
+constexpr char kFixture[] = "qwen35-tiny-a-w4a16";
+constexpr double kTolerance = 2e-3;  // max |Δlogit|, as for the dense fixture
+constexpr int64_t kSplit = 100;      // the reference prefills ids[:100] before decode and block
+constexpr int64_t kBlockLength = 16;
+
+std::filesystem::path FixtureDir() { return specd::testing::SharedDir() / "fixtures" / kFixture; }
+
+ForwardOptions AllLogits() { return {.logit_rows = LogitRows::kAll, .hidden_states = {}}; }
+
+QuantizedLinears FixtureQuantizedLinears() {
+  absl::StatusOr<nlohmann::json> json = io::ReadJsonFile(FixtureDir() / "config.json");
+  EXPECT_TRUE(json.ok()) << json.status();
+  if (!json.ok()) return {};
+  absl::StatusOr<std::optional<io::QuantizationConfig>> config =
+      io::ParseQuantizationConfig(*json, "config.json");
+  EXPECT_TRUE(config.ok() && config->has_value()) << config.status();
+  if (!config.ok() || !config->has_value()) return {};
+  absl::StatusOr<QuantizedLinears> linears = QuantizedLinears::FromConfig(**config);
+  EXPECT_TRUE(linears.ok()) << linears.status();
+  return linears.ok() ? *std::move(linears) : QuantizedLinears();
+}
+
+class W4A16FixtureTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    testing::TinyFixture fixture = testing::LoadTinyFixture(kFixture);
+    model_ = std::move(fixture.model);
+    reference_ = std::move(fixture.reference);
+    ids_ = std::move(fixture.ids);
+  }
+  static void TearDownTestSuite() {
+    model_.reset();
+    reference_.reset();
+  }
+
+  void SetUp() override {
+    ASSERT_NE(model_, nullptr);
+    absl::StatusOr<Qwen35Cache> cache = model_->NewCache(256);
+    ASSERT_TRUE(cache.ok()) << cache.status();
+    cache_ = std::make_unique<Qwen35Cache>(*std::move(cache));
+  }
+
+  std::span<const int64_t> Ids(int64_t begin, int64_t end) const {
+    return std::span<const int64_t>(ids_).subspan(begin, end - begin);
+  }
+
+  static std::unique_ptr<Qwen35Model> model_;
+  static std::unique_ptr<io::SafetensorsFile> reference_;
+  static std::vector<int64_t> ids_;
+  std::unique_ptr<Qwen35Cache> cache_;
+};
+
+std::unique_ptr<Qwen35Model> W4A16FixtureTest::model_;
+std::unique_ptr<io::SafetensorsFile> W4A16FixtureTest::reference_;
+std::vector<int64_t> W4A16FixtureTest::ids_;
+
+TEST_F(W4A16FixtureTest, PrefillLogitsMatchTransformers) {
+  absl::StatusOr<ForwardOutput> out = model_->Prefill(ids_, *cache_, AllLogits());
+  ASSERT_TRUE(out.ok()) << out.status();
+  const at::Tensor expected = ReferenceTensor(*reference_, "prefill_logits");
+  std::cout << "prefill max |dlogit| " << MaxAbsDiff(out->logits, expected) << "\n";
+  EXPECT_TRUE(AllClose(out->logits, expected, kTolerance));
+}
+
+TEST_F(W4A16FixtureTest, DecodeStepsMatchTransformers) {
+  ASSERT_TRUE(model_->Prefill(Ids(0, kSplit), *cache_).ok());
+  std::vector<at::Tensor> rows;
+  for (int64_t t = kSplit; t < static_cast<int64_t>(ids_.size()); ++t) {
+    absl::StatusOr<at::Tensor> logits = model_->Decode(ids_[t], *cache_);
+    ASSERT_TRUE(logits.ok()) << logits.status();
+    rows.push_back(*logits);
+  }
+  const at::Tensor expected = ReferenceTensor(*reference_, "decode_logits");
+  std::cout << "decode max |dlogit| " << MaxAbsDiff(at::stack(rows), expected) << "\n";
+  EXPECT_TRUE(AllClose(at::stack(rows), expected, kTolerance));
+}
+
+TEST_F(W4A16FixtureTest, VerifyBlockMatchesTransformers) {
+  ASSERT_TRUE(model_->Prefill(Ids(0, kSplit), *cache_).ok());
+  absl::StatusOr<ForwardOutput> block =
+      model_->ForwardBlock(Ids(kSplit, kSplit + kBlockLength), *cache_, AllLogits());
+  ASSERT_TRUE(block.ok()) << block.status();
+  const at::Tensor expected = ReferenceTensor(*reference_, "block_logits");
+  std::cout << "block max |dlogit| " << MaxAbsDiff(block->logits, expected) << "\n";
+  EXPECT_TRUE(AllClose(block->logits, expected, kTolerance));
+}
+
+TEST_F(W4A16FixtureTest, GreedyContinuationMatchesTransformers) {
+  const at::Tensor expected = ReferenceTensor(*reference_, "greedy_ids");
+  absl::StatusOr<ForwardOutput> prefill = model_->Prefill(Ids(0, 40), *cache_);
+  ASSERT_TRUE(prefill.ok()) << prefill.status();
+  at::Tensor logits = prefill->logits[0];
+  std::vector<int64_t> generated;
+  for (int64_t i = 0; i < expected.numel(); ++i) {
+    generated.push_back(logits.argmax().item<int64_t>());
+    absl::StatusOr<at::Tensor> next = model_->Decode(generated.back(), *cache_);
+    ASSERT_TRUE(next.ok()) << next.status();
+    logits = *next;
+  }
+  const std::vector<int64_t> expected_ids(expected.data_ptr<int64_t>(),
+                                          expected.data_ptr<int64_t>() + expected.numel());
+  EXPECT_EQ(generated, expected_ids);
+}
+
+TEST(W4A16LinearsTest, ConfigSelectsEveryLinearButTheIgnoredOnes) {
+  const QuantizedLinears linears = FixtureQuantizedLinears();
+  EXPECT_TRUE(linears.Contains("model.layers.0.linear_attn.in_proj_qkv"));
+  EXPECT_TRUE(linears.Contains("model.layers.3.self_attn.o_proj"));
+  EXPECT_TRUE(linears.Contains("model.layers.2.mlp.down_proj"));
+  EXPECT_FALSE(linears.Contains("model.layers.0.linear_attn.in_proj_a"));
+  EXPECT_FALSE(linears.Contains("model.layers.1.linear_attn.in_proj_b"));
+  EXPECT_FALSE(linears.Contains("lm_head"));
+}
+
+TEST(W4A16LinearsTest, QuantizedLinearIsNotHeldDense) {
+  absl::StatusOr<io::Checkpoint> checkpoint = io::Checkpoint::Open(FixtureDir());
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  WeightReader reader(*checkpoint, "model.", {}, FixtureQuantizedLinears());
+  const Linear up = reader.Projection("layers.0.mlp.up_proj", 128, 64);
+  const Linear a = reader.Projection("layers.0.linear_attn.in_proj_a", 4, 64);
+  ASSERT_TRUE(reader.status().ok()) << reader.status();
+  EXPECT_TRUE(up.quantized());
+  EXPECT_FALSE(up.weight().defined());
+  EXPECT_EQ(up.out_features(), 128);
+  EXPECT_EQ(up.in_features(), 64);
+  EXPECT_FALSE(a.quantized());
+  EXPECT_TRUE(a.weight().defined());
+  // The kernel's product equals the dequantized weight's to float32 rounding.
+  const at::Tensor x = at::randn({3, 64});
+  const at::Tensor y = up.Forward(x);
+  EXPECT_EQ(y.sizes(), (std::vector<int64_t>{3, 128}));
+  EXPECT_TRUE(AllClose(y[1], up.Forward(x[1]), 1e-4));
+}
+
+TEST(W4A16LinearsTest, RefusesDevicesAndDtypesTheKernelDoesNotRun) {
+  absl::StatusOr<Qwen35Model> bf16 = Qwen35Model::Load(FixtureDir(), {.dtype = at::kBFloat16});
+  ASSERT_FALSE(bf16.ok());
+  EXPECT_NE(bf16.status().message().find("CPU kernel only"), std::string::npos) << bf16.status();
+}
+
+TEST(W4A16LinearsTest, MissingScaleIsAnErrorNamingTheTensor) {
+  const std::string missing = "model.layers.2.mlp.gate_proj.weight_scale";
+  absl::StatusOr<io::Checkpoint> checkpoint = io::Checkpoint::Open(FixtureDir());
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  std::vector<io::TensorView> kept;
+  for (const io::TensorView& tensor : checkpoint->tensors()) {
+    if (tensor.name != missing) kept.push_back(tensor);
+  }
+  ASSERT_EQ(kept.size() + 1, checkpoint->tensors().size());
+  specd::testing::TempDir dir;
+  std::filesystem::copy_file(FixtureDir() / "config.json", dir.path() / "config.json");
+  ASSERT_TRUE(io::WriteCheckpointTensors(dir.path(), kept, uint64_t{1} << 30).ok());
+  absl::StatusOr<Qwen35Model> model = Qwen35Model::Load(dir.path());
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find(missing), std::string::npos) << model.status();
+}
+
+}  // namespace
+}  // namespace specd::model
