@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,5 +39,37 @@ inline TinyFixture LoadTinyFixture(const std::string& name = "qwen35-tiny-a") {
   fixture.ids.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
   return fixture;
 }
+
+// A suite over one fixture: the model and its reference are loaded once per suite (by the
+// derived suite's SetUpTestSuite calling LoadFixture), and every test gets a fresh cache.
+class FixtureSuite : public ::testing::Test {
+ protected:
+  static void LoadFixture(const std::string& name) {
+    TinyFixture fixture = LoadTinyFixture(name);
+    model_ = std::move(fixture.model);
+    reference_ = std::move(fixture.reference);
+    ids_ = std::move(fixture.ids);
+  }
+  static void TearDownTestSuite() {
+    model_.reset();
+    reference_.reset();
+  }
+
+  void SetUp() override {
+    ASSERT_NE(model_, nullptr);
+    absl::StatusOr<Qwen35Cache> cache = model_->NewCache(256);
+    ASSERT_TRUE(cache.ok()) << cache.status();
+    cache_ = std::make_unique<Qwen35Cache>(*std::move(cache));
+  }
+
+  std::span<const int64_t> Ids(int64_t begin, int64_t end) const {
+    return std::span<const int64_t>(ids_).subspan(begin, end - begin);
+  }
+
+  static inline std::unique_ptr<Qwen35Model> model_;
+  static inline std::unique_ptr<io::SafetensorsFile> reference_;
+  static inline std::vector<int64_t> ids_;
+  std::unique_ptr<Qwen35Cache> cache_;
+};
 
 }  // namespace specd::model::testing

@@ -55,39 +55,10 @@ QuantizedLinears FixtureQuantizedLinears() {
   return linears.ok() ? *std::move(linears) : QuantizedLinears();
 }
 
-class W4A16FixtureTest : public ::testing::Test {
+class W4A16FixtureTest : public testing::FixtureSuite {
  protected:
-  static void SetUpTestSuite() {
-    testing::TinyFixture fixture = testing::LoadTinyFixture(kFixture);
-    model_ = std::move(fixture.model);
-    reference_ = std::move(fixture.reference);
-    ids_ = std::move(fixture.ids);
-  }
-  static void TearDownTestSuite() {
-    model_.reset();
-    reference_.reset();
-  }
-
-  void SetUp() override {
-    ASSERT_NE(model_, nullptr);
-    absl::StatusOr<Qwen35Cache> cache = model_->NewCache(256);
-    ASSERT_TRUE(cache.ok()) << cache.status();
-    cache_ = std::make_unique<Qwen35Cache>(*std::move(cache));
-  }
-
-  std::span<const int64_t> Ids(int64_t begin, int64_t end) const {
-    return std::span<const int64_t>(ids_).subspan(begin, end - begin);
-  }
-
-  static std::unique_ptr<Qwen35Model> model_;
-  static std::unique_ptr<io::SafetensorsFile> reference_;
-  static std::vector<int64_t> ids_;
-  std::unique_ptr<Qwen35Cache> cache_;
+  static void SetUpTestSuite() { LoadFixture(kFixture); }
 };
-
-std::unique_ptr<Qwen35Model> W4A16FixtureTest::model_;
-std::unique_ptr<io::SafetensorsFile> W4A16FixtureTest::reference_;
-std::vector<int64_t> W4A16FixtureTest::ids_;
 
 TEST_F(W4A16FixtureTest, PrefillLogitsMatchTransformers) {
   absl::StatusOr<ForwardOutput> out = model_->Prefill(ids_, *cache_, AllLogits());
