@@ -1,6 +1,7 @@
 #include "kernels/cpu/thread_pool.h"
 
 #include <algorithm>
+#include <atomic>
 
 namespace specd::kernels::cpu {
 
@@ -38,9 +39,37 @@ void ThreadPool::Run(const std::function<void(int)>& part) {
   part_ = nullptr;
 }
 
+void ThreadPool::ParallelFor(int64_t count, int64_t align,
+                             const std::function<void(int64_t, int64_t)>& range) {
+  const int64_t parts = size();
+  const int64_t per_part = (count + parts * align - 1) / (parts * align) * align;
+  Run([&](int part) {
+    const int64_t begin = std::min(count, part * per_part);
+    const int64_t end = std::min(count, begin + per_part);
+    if (begin < end) range(begin, end);
+  });
+}
+
+namespace {
+
+std::atomic<int> shared_size{0};  // 0: one part per hardware thread; -1: started
+
+}  // namespace
+
 ThreadPool& ThreadPool::Shared() {
-  static ThreadPool pool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  static ThreadPool pool([] {
+    const int asked = shared_size.exchange(-1);
+    return asked > 0 ? asked : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }());
   return pool;
+}
+
+bool ThreadPool::SetSharedSize(int threads) {
+  int current = shared_size.load();
+  while (current >= 0) {
+    if (shared_size.compare_exchange_weak(current, std::max(threads, 1))) return true;
+  }
+  return false;
 }
 
 void ThreadPool::WorkerLoop(int part) {

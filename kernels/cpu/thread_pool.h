@@ -25,8 +25,16 @@ class ThreadPool {
   // returns when all have returned. Calls from several threads at once run one after another.
   void Run(const std::function<void(int part)>& part);
 
-  // One pool per process with a part per hardware thread, started on first use.
+  // Splits [0, count) into one run per part, each a multiple of `align` long (only the last
+  // one ragged), and calls range(begin, end) for every non-empty run concurrently.
+  void ParallelFor(int64_t count, int64_t align,
+                   const std::function<void(int64_t begin, int64_t end)>& range);
+
+  // One pool per process, started on first use with a part per hardware thread, or as many as
+  // SetSharedSize asked for before that.
   static ThreadPool& Shared();
+  // Returns false, changing nothing, once Shared() has started.
+  static bool SetSharedSize(int threads);
 
  private:
   void WorkerLoop(int part);

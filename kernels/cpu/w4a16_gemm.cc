@@ -1,7 +1,5 @@
 #include "kernels/cpu/w4a16_gemm.h"
 
-#include <algorithm>
-
 #include "kernels/cpu/w4a16_gemm_internal.h"
 
 namespace specd::kernels::cpu {
@@ -35,17 +33,8 @@ Body BodyFor(Int4GemmIsa isa, const Int4Matrix& w) {
 void W4A16Gemm(const float* x, int64_t rows, const Int4Matrix& w, float* y, ThreadPool& pool,
                Int4GemmIsa isa) {
   const auto body = BodyFor(isa, w);
-  // Each part gets a run of output columns that is a multiple of the kernels' widest tile, so
-  // only the last part has a ragged edge.
-  constexpr int64_t kColumnAlign = 8;
-  const int64_t parts = pool.size();
-  const int64_t per_part =
-      (w.rows + parts * kColumnAlign - 1) / (parts * kColumnAlign) * kColumnAlign;
-  pool.Run([&](int part) {
-    const int64_t begin = std::min(w.rows, part * per_part);
-    const int64_t end = std::min(w.rows, begin + per_part);
-    if (begin < end) body(x, rows, w, begin, end, y);
-  });
+  // Runs of output columns a multiple of the kernels' widest tile (8) long.
+  pool.ParallelFor(w.rows, 8, [&](int64_t begin, int64_t end) { body(x, rows, w, begin, end, y); });
 }
 
 }  // namespace specd::kernels::cpu

@@ -1,0 +1,26 @@
+#pragma once
+// The gated delta rule token by token (common/model/gated_delta_rule.h has the maths), fused so
+// that each token reads a head's state twice and writes it once instead of the five passes a
+// composition of tensor ops makes. It serves decode steps and the replay after a rollback.
+//
+// Row-major float32: q, k [tokens, heads, key_dim]; v [tokens, heads, value_dim]; g, beta
+// [tokens, heads]; state [heads, key_dim, value_dim], read and updated in place; out [tokens,
+// heads, value_dim]. Heads are split over the pool's threads.
+#include <cstdint>
+
+#include "kernels/cpu/thread_pool.h"
+
+namespace specd::kernels::cpu {
+
+struct DeltaRuleShape {
+  int64_t tokens = 0;
+  int64_t heads = 0;
+  int64_t key_dim = 0;
+  int64_t value_dim = 0;
+};
+
+void RecurrentGatedDeltaRule(const DeltaRuleShape& shape, const float* q, const float* k,
+                             const float* v, const float* g, const float* beta, float* state,
+                             float* out, ThreadPool& pool = ThreadPool::Shared());
+
+}  // namespace specd::kernels::cpu
