@@ -6,11 +6,22 @@
 #include <limits>
 #include <vector>
 
+#include "common/model/kernel_registry.h"
+
 namespace specd::model {
 
 at::Tensor RecurrentGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                    const at::Tensor& g, const at::Tensor& beta,
                                    const at::Tensor& initial_state, at::Tensor& final_state) {
+  return KernelRegistry::Get().recurrent_gated_delta_rule.For(q.device().type())(
+      q, k, v, g, beta, initial_state, final_state);
+}
+
+at::Tensor RecurrentGatedDeltaRuleComposition(const at::Tensor& q, const at::Tensor& k,
+                                              const at::Tensor& v, const at::Tensor& g,
+                                              const at::Tensor& beta,
+                                              const at::Tensor& initial_state,
+                                              at::Tensor& final_state) {
   at::Tensor& state = final_state;  // [H, Dk, Dv], updated in place token by token
   const int64_t length = q.size(0);
   at::Tensor out = at::empty({length, v.size(1), v.size(2)}, v.options());

@@ -17,9 +17,16 @@ namespace specd::model {
 
 inline constexpr int64_t kDeltaRuleChunkSize = 64;
 
+// The token-by-token form, by the kernel registry's choice for q's device.
 at::Tensor RecurrentGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                    const at::Tensor& g, const at::Tensor& beta,
                                    const at::Tensor& initial_state, at::Tensor& final_state);
+// The token-by-token form as LibTorch ops.
+at::Tensor RecurrentGatedDeltaRuleComposition(const at::Tensor& q, const at::Tensor& k,
+                                              const at::Tensor& v, const at::Tensor& g,
+                                              const at::Tensor& beta,
+                                              const at::Tensor& initial_state,
+                                              at::Tensor& final_state);
 
 at::Tensor ChunkedGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                  const at::Tensor& g, const at::Tensor& beta,

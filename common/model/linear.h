@@ -5,23 +5,30 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "common/quant/int4_kernel_weight.h"
 
 namespace specd::model {
 
-// y = x Wᵀ for a weight [out, in]. A single row (a decode step) takes a matrix-vector product:
-// BLAS sgemm with one row first packs (copies) the whole weight, which makes a memory-bound step
-// move about three times the weight's bytes.
+// y = x Wᵀ for a weight [out, in], by the kernel registry's choice for x's device.
 at::Tensor Project(const at::Tensor& x, const at::Tensor& weight);
 
+// Project as LibTorch ops. A single row (a decode step) takes a matrix-vector product: BLAS
+// sgemm with one row first packs (copies) the whole weight, which makes a memory-bound step move
+// about three times the weight's bytes.
+at::Tensor ProjectComposition(const at::Tensor& x, const at::Tensor& weight);
+
 // Either dense (a weight tensor) or W4A16: INT4 codes run by the fused CPU kernel on float32
-// activations, never expanded to a dense weight. Copies share the quantized weight.
+// activations, never expanded to a dense weight. Copies share the quantized weight. The module
+// name (e.g. "model.layers.0.mlp.up_proj") is what a LinearInputTap reports inputs under.
 class Linear {
  public:
   Linear() = default;
-  explicit Linear(at::Tensor weight) : weight_(std::move(weight)) {}  // [out, in]
-  explicit Linear(std::shared_ptr<const quant::Int4KernelWeight> int4) : int4_(std::move(int4)) {}
+  Linear(std::string module, at::Tensor weight)  // weight [out, in]
+      : module_(std::move(module)), weight_(std::move(weight)) {}
+  Linear(std::string module, std::shared_ptr<const quant::Int4KernelWeight> int4)
+      : module_(std::move(module)), int4_(std::move(int4)) {}
 
   at::Tensor Forward(const at::Tensor& x) const;  // [..., in] -> [..., out]
 
@@ -29,8 +36,10 @@ class Linear {
   int64_t in_features() const { return quantized() ? int4_->cols() : weight_.size(1); }
   int64_t out_features() const { return quantized() ? int4_->rows() : weight_.size(0); }
   const at::Tensor& weight() const { return weight_; }  // undefined when quantized
+  const std::string& module() const { return module_; }
 
  private:
+  std::string module_;
   at::Tensor weight_;
   std::shared_ptr<const quant::Int4KernelWeight> int4_;
 };

@@ -76,34 +76,34 @@ WeightReader::WeightReader(const io::Checkpoint& checkpoint, std::string prefix,
 Linear WeightReader::Projection(std::string_view module, int64_t rows, int64_t cols) {
   const std::string full_name = prefix_ + std::string(module);
   if (!quantized_.Contains(full_name))
-    return Linear(Matrix(std::string(module) + ".weight", rows, cols));
+    return Linear(full_name, Matrix(std::string(module) + ".weight", rows, cols));
   const std::vector<int64_t> shape = {rows, cols};
-  if (!status_.ok()) return Linear(Fail(status_, shape, options_.dtype));
-  if (!options_.device.is_cpu() || options_.dtype != c10::kFloat) {
-    return Linear(Fail(absl::FailedPreconditionError(absl::StrCat(
-                           full_name,
-                           " is W4A16: W4A16 runs on the CPU kernel only for now (float32 "
-                           "on CPU), not ",
-                           options_.device.str(), " ", c10::toString(options_.dtype))),
+  if (!status_.ok()) return Linear(full_name, Fail(status_, shape, options_.dtype));
+  if (!options_.device.is_cpu()) {
+    return Linear(full_name,
+                  Fail(absl::FailedPreconditionError(absl::StrCat(
+                           full_name, " is W4A16: W4A16 runs on the CPU kernel only for now, not ",
+                           options_.device.str())),
                        shape, options_.dtype));
   }
   absl::StatusOr<quant::PackedInt4Weight> packed =
       quant::LoadPackedInt4Weight(checkpoint_, full_name);
-  if (!packed.ok()) return Linear(Fail(packed.status(), shape, options_.dtype));
+  if (!packed.ok()) return Linear(full_name, Fail(packed.status(), shape, options_.dtype));
   if (packed->grid.rows != rows || packed->grid.cols != cols) {
-    return Linear(Fail(
-        absl::InvalidArgumentError(absl::StrCat(
-            full_name, ".weight_shape is ", ShapeString({packed->grid.rows, packed->grid.cols}),
-            ", expected ", ShapeString(shape), " from config.json")),
-        shape, options_.dtype));
+    return Linear(full_name, Fail(absl::InvalidArgumentError(absl::StrCat(
+                                      full_name, ".weight_shape is ",
+                                      ShapeString({packed->grid.rows, packed->grid.cols}),
+                                      ", expected ", ShapeString(shape), " from config.json")),
+                                  shape, options_.dtype));
   }
   absl::StatusOr<quant::Int4KernelWeight> kernel = quant::Int4KernelWeight::Prepare(*packed);
   if (!kernel.ok()) {
     return Linear(
+        full_name,
         Fail(absl::InvalidArgumentError(absl::StrCat(full_name, ": ", kernel.status().message())),
              shape, options_.dtype));
   }
-  return Linear(std::make_shared<const quant::Int4KernelWeight>(*std::move(kernel)));
+  return Linear(full_name, std::make_shared<const quant::Int4KernelWeight>(*std::move(kernel)));
 }
 
 at::Tensor WeightReader::Matrix(std::string_view name, int64_t rows, int64_t cols) {

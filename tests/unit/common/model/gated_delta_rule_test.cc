@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include "common/model/causal_conv1d.h"
+#include "common/model/kernel_registry.h"
 #include "gtest/gtest.h"
 #include "tests/unit/common/model/tensor_matchers.h"
 
@@ -62,6 +63,28 @@ TEST(GatedDeltaRuleTest, StateMayBeUpdatedInPlace) {
   EXPECT_TRUE(at::equal(actual, expected));
   EXPECT_TRUE(at::equal(in_place, separate));
 }
+
+// The registered CPU kernel against the composition it replaces, for a decode step and for a
+// replay of several tokens, into a separate state and in place.
+class CpuDeltaRuleKernelTest : public ::testing::TestWithParam<std::tuple<int64_t, bool>> {};
+
+TEST_P(CpuDeltaRuleKernelTest, EqualsTheComposition) {
+  const auto [length, in_place] = GetParam();
+  const Inputs in = RandomInputs(length, 3, 24, 20);
+  const auto& choice = KernelRegistry::Get().recurrent_gated_delta_rule;
+  ASSERT_NE(choice.For(c10::DeviceType::CPU), choice.composition());
+  at::Tensor expected_state = at::empty_like(in.state);
+  const at::Tensor expected =
+      choice.composition()(in.q, in.k, in.v, in.g, in.beta, in.state, expected_state);
+  at::Tensor state = in_place ? in.state.clone() : at::empty_like(in.state);
+  const at::Tensor actual = choice.For(c10::DeviceType::CPU)(in.q, in.k, in.v, in.g, in.beta,
+                                                             in_place ? state : in.state, state);
+  EXPECT_TRUE(AllClose(actual, expected, 1e-5));
+  EXPECT_TRUE(AllClose(state, expected_state, 1e-5));
+}
+
+INSTANTIATE_TEST_SUITE_P(TokensAndStates, CpuDeltaRuleKernelTest,
+                         ::testing::Combine(::testing::Values(1, 7), ::testing::Bool()));
 
 TEST(CausalConv1dTest, FeedingTokensInPiecesEqualsFeedingThemAtOnce) {
   at::manual_seed(3);

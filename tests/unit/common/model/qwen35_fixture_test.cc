@@ -106,18 +106,7 @@ TEST_F(Qwen35FixtureTest, GreedyContinuationMatchesTransformers) {
 TEST_F(Qwen35FixtureTest, Bfloat16PredictsLikeFloat32) {
   // These random weights are sensitive: rounding them alone to bfloat16 moves logits by ~2, so
   // the check is on predictions, not values.
-  absl::StatusOr<Qwen35Model> bf16 = Qwen35Model::Load(
-      specd::testing::SharedDir() / "fixtures" / "qwen35-tiny-a", {.dtype = at::kBFloat16});
-  ASSERT_TRUE(bf16.ok()) << bf16.status();
-  absl::StatusOr<Qwen35Cache> cache = bf16->NewCache(256);
-  ASSERT_TRUE(cache.ok()) << cache.status();
-  absl::StatusOr<ForwardOutput> out = bf16->Prefill(ids_, *cache, AllLogits());
-  ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_EQ(out->logits.scalar_type(), at::kFloat);
-  const at::Tensor expected = ReferenceTensor(*reference_, "prefill_logits");
-  const double agreement =
-      out->logits.argmax(-1).eq(expected.argmax(-1)).to(at::kDouble).mean().item<double>();
-  EXPECT_GE(agreement, 0.9);
+  EXPECT_GE(Bfloat16PrefillAgreement("qwen35-tiny-a"), 0.9);
 }
 
 TEST_F(Qwen35FixtureTest, ResetCacheServesTheNextRequestLikeANewOne) {

@@ -62,6 +62,25 @@ class FixtureSuite : public ::testing::Test {
     cache_ = std::make_unique<Qwen35Cache>(*std::move(cache));
   }
 
+  // The share of the reference prefill's positions where a bfloat16 copy of fixture `name`
+  // predicts (greedily) what transformers' float32 model does; -1 when it cannot run.
+  static double Bfloat16PrefillAgreement(const std::string& name) {
+    absl::StatusOr<Qwen35Model> bf16 = Qwen35Model::Load(
+        specd::testing::SharedDir() / "fixtures" / name, {.dtype = at::kBFloat16});
+    EXPECT_TRUE(bf16.ok()) << bf16.status();
+    if (!bf16.ok()) return -1;
+    absl::StatusOr<Qwen35Cache> cache = bf16->NewCache(256);
+    absl::StatusOr<ForwardOutput> out =
+        cache.ok()
+            ? bf16->Prefill(ids_, *cache, {.logit_rows = LogitRows::kAll, .hidden_states = {}})
+            : absl::StatusOr<ForwardOutput>(cache.status());
+    EXPECT_TRUE(out.ok()) << out.status();
+    if (!out.ok()) return -1;
+    EXPECT_EQ(out->logits.scalar_type(), at::kFloat);
+    const at::Tensor expected = ReferenceTensor(*reference_, "prefill_logits");
+    return out->logits.argmax(-1).eq(expected.argmax(-1)).to(at::kDouble).mean().item<double>();
+  }
+
   std::span<const int64_t> Ids(int64_t begin, int64_t end) const {
     return std::span<const int64_t>(ids_).subspan(begin, end - begin);
   }

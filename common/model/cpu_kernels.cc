@@ -1,0 +1,76 @@
+// The kernels/cpu backend of the kernel registry: turns tensors into pointers and shapes, and
+// hands a case the kernels do not cover (another dtype, a layout they do not take) back to the
+// composition.
+#include <ATen/ATen.h>
+
+#include <initializer_list>
+#include <vector>
+
+#include "common/model/gated_delta_rule.h"
+#include "common/model/kernel_registry.h"
+#include "common/model/linear.h"
+#include "kernels/cpu/dense_gemv.h"
+#include "kernels/cpu/gated_delta_rule.h"
+
+namespace specd::model {
+namespace {
+
+// Whether the kernels take these inputs: float32, and no gradient to record (the kernels are
+// not differentiable; training goes through the compositions).
+bool KernelsTake(std::initializer_list<const at::Tensor*> tensors) {
+  for (const at::Tensor* tensor : tensors) {
+    if (tensor->scalar_type() != at::kFloat) return false;
+    if (tensor->requires_grad() && at::GradMode::is_enabled()) return false;
+  }
+  return true;
+}
+
+// One input row against a contiguous float32 weight: the decode step's GEMV.
+at::Tensor CpuProject(const at::Tensor& x, const at::Tensor& weight) {
+  if (x.numel() != x.size(-1) || !KernelsTake({&x, &weight}) || !weight.is_contiguous()) {
+    return ProjectComposition(x, weight);
+  }
+  TORCH_CHECK(weight.dim() == 2 && weight.size(1) == x.size(-1), "Project: weight ", weight.sizes(),
+              " does not take ", x.size(-1), " input features");
+  const at::Tensor input = x.contiguous();
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = weight.size(0);
+  at::Tensor y = at::empty(shape, x.options());
+  kernels::cpu::DenseGemv(weight.data_ptr<float>(), weight.size(0), weight.size(1),
+                          input.data_ptr<float>(), y.data_ptr<float>());
+  return y;
+}
+
+at::Tensor CpuRecurrentGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                      const at::Tensor& g, const at::Tensor& beta,
+                                      const at::Tensor& initial_state, at::Tensor& final_state) {
+  if (!KernelsTake({&q, &k, &v, &g, &beta, &initial_state, &final_state}) ||
+      !final_state.is_contiguous()) {
+    return RecurrentGatedDeltaRuleComposition(q, k, v, g, beta, initial_state, final_state);
+  }
+  const kernels::cpu::DeltaRuleShape shape{
+      .tokens = q.size(0), .heads = q.size(1), .key_dim = q.size(2), .value_dim = v.size(2)};
+  TORCH_CHECK(
+      k.sizes() == q.sizes() && v.size(0) == shape.tokens && v.size(1) == shape.heads &&
+          g.sizes() == at::IntArrayRef({shape.tokens, shape.heads}) && beta.sizes() == g.sizes() &&
+          final_state.sizes() == at::IntArrayRef({shape.heads, shape.key_dim, shape.value_dim}) &&
+          initial_state.sizes() == final_state.sizes(),
+      "RecurrentGatedDeltaRule: inconsistent shapes");
+  if (!initial_state.is_same(final_state)) final_state.copy_(initial_state);
+  const at::Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
+  const at::Tensor gc = g.contiguous(), bc = beta.contiguous();
+  at::Tensor out = at::empty({shape.tokens, shape.heads, shape.value_dim}, v.options());
+  kernels::cpu::RecurrentGatedDeltaRule(
+      shape, qc.data_ptr<float>(), kc.data_ptr<float>(), vc.data_ptr<float>(), gc.data_ptr<float>(),
+      bc.data_ptr<float>(), final_state.data_ptr<float>(), out.data_ptr<float>());
+  return out;
+}
+
+}  // namespace
+
+void RegisterCpuKernels(KernelRegistry& registry) {
+  registry.project.Replace(c10::DeviceType::CPU, &CpuProject);
+  registry.recurrent_gated_delta_rule.Replace(c10::DeviceType::CPU, &CpuRecurrentGatedDeltaRule);
+}
+
+}  // namespace specd::model
