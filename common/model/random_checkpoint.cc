@@ -4,13 +4,19 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
+#include <deque>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/io/checkpoint_writer.h"
+#include "common/io/quantization_config.h"
+#include "common/model/quantized_linears.h"
+#include "common/quant/pack_quantized_io.h"
+#include "common/quant/rtn.h"
 #include "nlohmann/json.hpp"
 
 namespace specd::model {
@@ -117,6 +123,36 @@ nlohmann::json TextConfigJson(const io::Qwen35TextConfig& c, io::DType dtype) {
   };
 }
 
+// The Linears a quantization_config block covers, and how their weights are rounded.
+struct Quantization {
+  QuantizedLinears linears;
+  quant::RtnOptions rtn;
+};
+
+absl::StatusOr<std::optional<Quantization>> ParseQuantization(const nlohmann::json& block,
+                                                              io::DType scale_dtype) {
+  if (block.is_null()) return std::nullopt;
+  absl::StatusOr<std::optional<io::QuantizationConfig>> config =
+      io::ParseQuantizationConfig({{"quantization_config", block}}, "quantization_config");
+  if (!config.ok()) return config.status();
+  absl::StatusOr<QuantizedLinears> linears = QuantizedLinears::FromConfig(**config);
+  if (!linears.ok()) return linears.status();
+  for (const io::QuantizationGroup& group : (*config)->groups) {
+    if (!group.weights.has_value()) continue;
+    const io::QuantizationArgs& weights = *group.weights;
+    if (weights.strategy != "group" && weights.strategy != "channel") {
+      return absl::UnimplementedError(
+          absl::StrCat("quantization_config: strategy \"", weights.strategy, "\" is not RTN's"));
+    }
+    return Quantization{
+        .linears = *std::move(linears),
+        .rtn = {.group_size = weights.strategy == "channel" ? 0 : weights.group_size.value_or(0),
+                .symmetric = weights.symmetric,
+                .scale_dtype = scale_dtype}};
+  }
+  return absl::InvalidArgumentError("quantization_config: no config group quantizes weights");
+}
+
 }  // namespace
 
 absl::Status WriteRandomQwen35Checkpoint(const std::filesystem::path& dir,
@@ -137,15 +173,38 @@ absl::Status WriteRandomQwen35Checkpoint(const std::filesystem::path& dir,
     specs.push_back({"mtp.fc.weight", {config.hidden_size, 2 * config.hidden_size}, Init::kMatrix});
   }
 
+  absl::StatusOr<std::optional<Quantization>> quantization =
+      ParseQuantization(options.quantization_config, options.dtype);
+  if (!quantization.ok()) return quantization.status();
+
   std::vector<at::Tensor> tensors;
+  std::deque<quant::OwnedTensor> packed;  // a deque: the views keep pointing into its elements
   std::vector<io::TensorView> views;
   try {
     at::Generator generator = at::detail::createCPUGenerator(options.seed);
     for (const Spec& spec : specs) {
       const bool bf16 = options.dtype == io::DType::kBF16 && spec.init != Init::kALog;
-      tensors.push_back(
-          RandomTensor(spec, generator).to(bf16 ? at::kBFloat16 : at::kFloat).contiguous());
-      const at::Tensor& t = tensors.back();
+      const at::Tensor t =
+          RandomTensor(spec, generator).to(bf16 ? at::kBFloat16 : at::kFloat).contiguous();
+      const std::string module = spec.name.substr(0, spec.name.rfind(".weight"));
+      if (quantization->has_value() && spec.init == Init::kMatrix &&
+          (*quantization)->linears.Contains(module)) {
+        // The dense weight as it would have been stored, rounded as quantizing it would.
+        const at::Tensor values = t.to(at::kFloat).contiguous();
+        absl::StatusOr<quant::PackedInt4Weight> weight =
+            quant::QuantizeRtn({values.data_ptr<float>(), static_cast<size_t>(values.numel())},
+                               spec.shape[0], spec.shape[1], (*quantization)->rtn);
+        if (!weight.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(spec.name, ": ", weight.status().message()));
+        }
+        for (quant::OwnedTensor& tensor : quant::PackQuantizedTensors(*weight, module)) {
+          packed.push_back(std::move(tensor));
+          views.push_back(packed.back().View());
+        }
+        continue;
+      }
+      tensors.push_back(t);
       views.push_back({.name = spec.name,
                        .dtype = bf16 ? io::DType::kBF16 : io::DType::kF32,
                        .shape = spec.shape,
@@ -168,6 +227,7 @@ absl::Status WriteRandomQwen35Checkpoint(const std::filesystem::path& dir,
             {"tie_word_embeddings", config.tie_word_embeddings},
             {"text_config", json}};
   }
+  if (quantization->has_value()) json["quantization_config"] = options.quantization_config;
   std::ofstream file(dir / "config.json");
   file << json.dump(2) << "\n";
   if (!file.good())

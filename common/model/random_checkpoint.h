@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "common/io/dtype.h"
 #include "common/io/qwen35_config.h"
+#include "nlohmann/json.hpp"
 
 namespace specd::model {
 
@@ -24,6 +25,10 @@ struct RandomCheckpointOptions {
   uint64_t max_shard_bytes = std::numeric_limits<uint64_t>::max();
   io::DType dtype =
       io::DType::kF32;  // kF32 or kBF16 (A_log stays float32, as released models keep it)
+  // A compressed-tensors pack-quantized `quantization_config` block (quant::
+  // CompressedTensorsConfig): the Linears it covers are written as their RTN-quantized INT4
+  // (scales in `dtype`), never dense, and the block goes into config.json. Null: all dense.
+  nlohmann::json quantization_config = nullptr;
 };
 
 // Writes config.json and the safetensors into `dir`, which must exist. Only the fields
