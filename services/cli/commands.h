@@ -15,6 +15,9 @@ void AddTokenizeCommands(CLI::App& app);  // tokenize, detokenize (tokenize_comm
 void AddInspectCommand(CLI::App& app);    // inspect (inspect_command.cc)
 void AddForwardCommand(CLI::App& app);    // forward (forward_command.cc)
 void AddGenerateCommand(CLI::App& app);   // generate (generate_command.cc)
-void AddBenchCommands(CLI::App& app);     // bench decode, bench init-model (bench_command.cc)
+void AddBenchCommands(CLI::App& app);     // bench, with the subcommands below (bench_command.cc)
+void AddDecodeBench(CLI::App& bench);     // bench decode (decode_bench.cc)
+void AddInitModelBench(CLI::App& bench);  // bench init-model (init_model_bench.cc)
+void AddQuantizeCommand(CLI::App& app);   // quantize (quantize_command.cc)
 
 }  // namespace specd::cli
