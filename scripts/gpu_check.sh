@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on a CUDA machine (the device tool): builds the engine alone against the carried
 # .cache/gpu-bundle (scripts/gpu_bundle.sh) and, when present, the CUDA LibTorch of the local
-# PyTorch; runs the gpu-labelled tests; prints a short table last. Full logs go to $OUT (or logs/).
+# PyTorch; runs the gpu-labelled tests and the W4A16 GEMM benchmark; prints a short table and
+# the benchmark's table last. Full logs go to $OUT (or logs/).
 #   device run: bash scripts/gpu_check.sh      (carry: .cache/gpu-bundle)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,8 +28,11 @@ step configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPE
   "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCH:-90}"
 step build cmake --build build-gpu -j "$(nproc)"
 step gpu-tests ctest --test-dir build-gpu -L gpu --output-on-failure
+step w4a16-bench build-gpu/tests/gpu/w4a16_gemm_gpu_bench
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"$logs/device.txt" 2>&1
 
 echo "== specd gpu check ($(cat "$logs/device.txt")) =="
 printf '%s\n' "${results[@]}"
 grep -hE 'tests passed|Skipped|Failed' "$logs/gpu-tests.log" || true
+echo "== W4A16 GEMM vs cuBLAS ($logs/w4a16-bench.log) =="
+cat "$logs/w4a16-bench.log"
