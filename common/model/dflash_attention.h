@@ -1,0 +1,55 @@
+#pragma once
+// The attention of a DFlash drafter layer (z-lab DFlashDraftModel, research/dflash.md §2.4): a
+// Qwen3 GQA attention whose queries are only the draft block, and whose keys and values are the
+// injected context (the projected target features, kept in a KvCache) followed by the block's
+// own. Context and block keys alike take k_norm and RoPE at their absolute positions; the block
+// attends to all of it non-causally.
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <string>
+
+#include "common/io/dflash_config.h"
+#include "common/model/kv_cache.h"
+#include "common/model/linear.h"
+#include "common/model/plain_rms_norm.h"
+#include "common/model/rope.h"
+#include "common/model/weight_reader.h"
+
+namespace specd::model {
+
+class DFlashAttention {
+ public:
+  // Reads `<prefix>{q,k,v,o}_proj` and `<prefix>{q,k}_norm.weight`.
+  static DFlashAttention Load(WeightReader& reader, const io::DFlashDraftConfig& config,
+                              const std::string& prefix);
+
+  KvCache NewCache(int64_t max_length, const ModelOptions& options) const;
+
+  // Writes the keys and values of context features [n, hidden] at positions [start, start + n)
+  // of `cache`; `angles` are those positions'.
+  void AppendContext(const at::Tensor& context, KvCache& cache, int64_t start,
+                     const RotaryAngles& angles) const;
+
+  // x [B, hidden]: the block at positions [context_length, context_length + B) (`angles`),
+  // attending to the cache's first context_length positions and to the whole block. `window`
+  // as DraftOptions::window says (0: no window).
+  at::Tensor Forward(const at::Tensor& x, const KvCache& cache, int64_t context_length,
+                     const RotaryAngles& angles, int64_t window) const;
+
+ private:
+  at::Tensor Keys(const at::Tensor& x, const RotaryAngles& angles) const;  // [T, kv_heads, d]
+  at::Tensor Values(const at::Tensor& x) const;
+
+  int64_t heads_ = 0;
+  int64_t kv_heads_ = 0;
+  int64_t head_dim_ = 0;
+  Linear q_proj_;
+  Linear k_proj_;
+  Linear v_proj_;
+  Linear o_proj_;
+  PlainRmsNorm q_norm_;
+  PlainRmsNorm k_norm_;
+};
+
+}  // namespace specd::model

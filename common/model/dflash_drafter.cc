@@ -1,0 +1,222 @@
+#include "common/model/dflash_drafter.h"
+
+#include <ATen/ATen.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/io/checkpoint.h"
+#include "common/io/json_file.h"
+#include "common/io/quantization_config.h"
+#include "common/model/quantized_linears.h"
+#include "common/model/weight_reader.h"
+#include "nlohmann/json.hpp"
+
+namespace specd::model {
+namespace {
+
+constexpr char kArchitecture[] = "DFlashDraftModel";
+
+// LibTorch reports failures by throwing; the drafter's callers get a status naming the step.
+template <typename Body>
+auto CatchTorchErrors(const char* what, Body&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat(what, ": ", e.what_without_backtrace()));
+  }
+}
+
+// Newer z-lab drafters may declare causal sliding-window layers, which this drafter does not
+// compute; refusing them beats drafting from a different function.
+absl::Status CheckFullAttentionOnly(const nlohmann::json& config, const std::string& source) {
+  const auto layer_types = config.find("layer_types");
+  if (layer_types == config.end() || !layer_types->is_array()) return absl::OkStatus();
+  for (const nlohmann::json& type : *layer_types) {
+    if (type != "full_attention") {
+      return absl::UnimplementedError(absl::StrCat(source, ": layer_types: ", type.dump(),
+                                                   " layers are not supported (only "
+                                                   "\"full_attention\")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<QuantizedLinears> ReadQuantizedLinears(const nlohmann::json& config,
+                                                      const std::string& source) {
+  absl::StatusOr<std::optional<io::QuantizationConfig>> quantization =
+      io::ParseQuantizationConfig(config, source);
+  if (!quantization.ok()) return quantization.status();
+  if (!quantization->has_value()) return QuantizedLinears();
+  return QuantizedLinears::FromConfig(**quantization);
+}
+
+std::string ShapeString(const at::Tensor& tensor) {
+  if (!tensor.defined()) return "undefined";
+  return absl::StrCat("[", absl::StrJoin(tensor.sizes(), ", "), "]");
+}
+
+}  // namespace
+
+absl::StatusOr<DFlashDrafter> DFlashDrafter::Load(const std::filesystem::path& dir,
+                                                  const ModelOptions& options) {
+  const std::filesystem::path config_path = dir / "config.json";
+  const std::string source = config_path.string();
+  absl::StatusOr<nlohmann::json> json = io::ReadJsonFile(config_path);
+  if (!json.ok()) return json.status();
+  absl::StatusOr<io::DFlashDraftConfig> config = io::ParseDFlashDraftConfig(*json, source);
+  if (!config.ok()) return config.status();
+  if (!config->architecture.empty() && config->architecture != kArchitecture) {
+    return absl::UnimplementedError(absl::StrCat(source, ": architecture \"", config->architecture,
+                                                 "\" is not ", kArchitecture));
+  }
+  if (config->num_attention_heads % config->num_key_value_heads != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": attention heads must be a multiple of key/value heads"));
+  }
+  if (absl::Status layers = CheckFullAttentionOnly(*json, source); !layers.ok()) return layers;
+  // A quantized drafter says so in its own config.json, whatever the target's says.
+  absl::StatusOr<QuantizedLinears> quantized = ReadQuantizedLinears(*json, source);
+  if (!quantized.ok()) return quantized.status();
+  absl::StatusOr<io::Checkpoint> checkpoint = io::Checkpoint::Open(dir);
+  if (!checkpoint.ok()) return checkpoint.status();
+
+  return CatchTorchErrors("loading the DFlash drafter", [&]() -> absl::StatusOr<DFlashDrafter> {
+    DFlashDrafter drafter;
+    drafter.config_ = *config;
+    drafter.options_ = options;
+    WeightReader reader(*checkpoint, "", options, *quantized);
+    const int64_t hidden = config->hidden_size;
+    const int64_t taps = static_cast<int64_t>(config->target_layer_ids.size());
+    const double eps = config->rms_norm_eps;
+    drafter.fc_ = reader.Projection("fc", hidden, taps * hidden);
+    drafter.hidden_norm_ = PlainRmsNorm(reader.Float32("hidden_norm.weight", {hidden}), eps);
+    for (int64_t i = 0; i < config->num_hidden_layers; ++i) {
+      const std::string prefix = absl::StrCat("layers.", i, ".");
+      const int64_t inner = config->intermediate_size;
+      drafter.layers_.push_back({
+          .input_layernorm =
+              PlainRmsNorm(reader.Float32(prefix + "input_layernorm.weight", {hidden}), eps),
+          .self_attn = DFlashAttention::Load(reader, *config, prefix + "self_attn."),
+          .post_attention_layernorm = PlainRmsNorm(
+              reader.Float32(prefix + "post_attention_layernorm.weight", {hidden}), eps),
+          .mlp = {.gate_proj = reader.Projection(prefix + "mlp.gate_proj", inner, hidden),
+                  .up_proj = reader.Projection(prefix + "mlp.up_proj", inner, hidden),
+                  .down_proj = reader.Projection(prefix + "mlp.down_proj", hidden, inner)},
+      });
+    }
+    drafter.norm_ = PlainRmsNorm(reader.Float32("norm.weight", {hidden}), eps);
+    if (!reader.status().ok()) return reader.status();
+    // Qwen3 rotates whole heads.
+    drafter.rotary_ = RotaryEmbedding(config->head_dim, config->rope_theta, options);
+    return drafter;
+  });
+}
+
+absl::Status DFlashDrafter::CheckTarget(const io::Qwen35TextConfig& target) const {
+  if (target.hidden_size != config_.hidden_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the drafter's hidden size ", config_.hidden_size,
+                     " differs from the target's ", target.hidden_size));
+  }
+  // The tapped layer ids only mean the same layers on a target of the depth trained against.
+  if (target.num_hidden_layers != config_.num_target_layers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the drafter was made for a target of ", config_.num_target_layers,
+                     " layers; this target has ", target.num_hidden_layers));
+  }
+  if (config_.mask_token_id >= target.vocab_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the drafter's mask token ", config_.mask_token_id,
+                     " is outside the target's vocabulary of ", target.vocab_size));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<int64_t> DFlashDrafter::TargetHiddenStates() const {
+  std::vector<int64_t> indices;
+  for (const int64_t layer : config_.target_layer_ids) indices.push_back(layer + 1);
+  return indices;
+}
+
+absl::StatusOr<DFlashCache> DFlashDrafter::NewCache(int64_t max_length) const {
+  if (max_length <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("drafter cache length ", max_length, " is not positive"));
+  }
+  return CatchTorchErrors("allocating a drafter cache", [&]() -> absl::StatusOr<DFlashCache> {
+    std::vector<KvCache> layers;
+    layers.reserve(layers_.size());
+    for (const Layer& layer : layers_)
+      layers.push_back(layer.self_attn.NewCache(max_length, options_));
+    return DFlashCache(std::move(layers), max_length);
+  });
+}
+
+absl::Status DFlashDrafter::CheckCache(const DFlashCache& cache) const {
+  if (cache.num_layers() != layers_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the cache has ", cache.num_layers(),
+                                                   " layers; this drafter has ", layers_.size()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DFlashDrafter::AppendContext(const at::Tensor& target_hidden,
+                                          DFlashCache& cache) const {
+  if (absl::Status status = CheckCache(cache); !status.ok()) return status;
+  if (!target_hidden.defined() || target_hidden.dim() != 2 ||
+      target_hidden.size(1) != fc_.in_features()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "context features must be [n, ", fc_.in_features(), "], got ", ShapeString(target_hidden)));
+  }
+  const int64_t count = target_hidden.size(0);
+  if (cache.length() + count > cache.max_length()) {
+    return absl::OutOfRangeError(absl::StrCat("drafter cache holds ", cache.length(), " of ",
+                                              cache.max_length(), " positions; ", count,
+                                              " more do not fit"));
+  }
+  if (count == 0) return absl::OkStatus();
+  return CatchTorchErrors("DFlash context projection", [&]() -> absl::Status {
+    const at::Tensor context =
+        hidden_norm_.Forward(fc_.Forward(target_hidden.to(options_.device, options_.dtype)));
+    const RotaryAngles angles = rotary_.Angles(cache.length(), count);
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      layers_[i].self_attn.AppendContext(context, cache.layer(i), cache.length(), angles);
+    }
+    cache.Append(count);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<at::Tensor> DFlashDrafter::DraftBlock(const at::Tensor& block_embeddings,
+                                                     const DFlashCache& cache,
+                                                     const DraftOptions& options) const {
+  if (absl::Status status = CheckCache(cache); !status.ok()) return status;
+  if (!block_embeddings.defined() || block_embeddings.dim() != 2 || block_embeddings.size(0) == 0 ||
+      block_embeddings.size(1) != config_.hidden_size) {
+    return absl::InvalidArgumentError(absl::StrCat("block embeddings must be [B ≥ 1, ",
+                                                   config_.hidden_size, "], got ",
+                                                   ShapeString(block_embeddings)));
+  }
+  if (options.window < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attention window ", options.window, " is negative"));
+  }
+  return CatchTorchErrors("DFlash draft block", [&]() -> absl::StatusOr<at::Tensor> {
+    const int64_t start = cache.length();
+    const RotaryAngles angles = rotary_.Angles(start, block_embeddings.size(0));
+    at::Tensor h = block_embeddings.to(options_.device, options_.dtype);
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      const Layer& layer = layers_[i];
+      h = h + layer.self_attn.Forward(layer.input_layernorm.Forward(h), cache.layer(i), start,
+                                      angles, options.window);
+      h = h + layer.mlp.Forward(layer.post_attention_layernorm.Forward(h));
+    }
+    return norm_.Forward(h);
+  });
+}
+
+}  // namespace specd::model

@@ -1,0 +1,92 @@
+#pragma once
+// The DFlash block-diffusion drafter (z-lab DFlashDraftModel, research/dflash.md §2–§3): Qwen3
+// decoder layers that draft a whole block in one forward. The target's tapped hidden states enter
+// only as extra keys and values of every layer (KV injection), projected once per position into
+// a DFlashCache; a block [anchor, MASK × (B − 1)] then attends non-causally to that context and
+// to itself. The drafter has no embedding or head: the engine embeds the block and turns the
+// draft hidden states into proposals with the target's (Qwen35Model::Embed, Head).
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/io/dflash_config.h"
+#include "common/io/qwen35_config.h"
+#include "common/model/dflash_attention.h"
+#include "common/model/dflash_cache.h"
+#include "common/model/linear.h"
+#include "common/model/mlp.h"
+#include "common/model/model_options.h"
+#include "common/model/plain_rms_norm.h"
+#include "common/model/rope.h"
+
+namespace specd::model {
+
+struct DraftOptions {
+  // A symmetric sliding window of W > 0 tokens: the block query at position q attends only to
+  // keys at positions p with |p − q| < W, i.e. W − 1 on either side (z-lab dflash's
+  // sliding-window mask; flash-attention window (W − 1, W − 1) in Nota's vLLM plugin). Nothing is
+  // masked while context and block together fit in W positions. It bounds the attention only:
+  // the cache keeps every position. 0: no window.
+  int64_t window = 0;
+};
+
+class DFlashDrafter {
+ public:
+  // Reads `dir`/config.json and the safetensors beside it; the Linears that the drafter's own
+  // compressed-tensors quantization_config names (if any) are W4A16.
+  static absl::StatusOr<DFlashDrafter> Load(const std::filesystem::path& dir,
+                                            const ModelOptions& options = {});
+
+  const io::DFlashDraftConfig& config() const { return config_; }
+  const ModelOptions& options() const { return options_; }
+
+  // OK when `target` is a model this drafter can draft for: the same hidden size, the number of
+  // layers the drafter was made for (num_target_layers) and the mask token in its vocabulary.
+  absl::Status CheckTarget(const io::Qwen35TextConfig& target) const;
+
+  // The target's transformers hidden_states indices of the tapped layers (target_layer_ids + 1),
+  // for ForwardOptions::hidden_states; concatenated in this order along the last dimension they
+  // are the context features AppendContext takes.
+  std::vector<int64_t> TargetHiddenStates() const;
+
+  // A cache for up to `max_length` context positions.
+  absl::StatusOr<DFlashCache> NewCache(int64_t max_length) const;
+
+  // Appends the context features [n, taps · hidden] of the target positions [cache.length(),
+  // cache.length() + n): fc and hidden_norm, then every layer's keys and values of them.
+  absl::Status AppendContext(const at::Tensor& target_hidden, DFlashCache& cache) const;
+
+  // The draft hidden states [B, hidden] (after the final norm) of the block whose input
+  // embeddings are `block_embeddings` [B, hidden], at positions [cache.length(),
+  // cache.length() + B). The block's own keys and values are not kept. Rows 1… through the
+  // target's head are the B − 1 proposals.
+  absl::StatusOr<at::Tensor> DraftBlock(const at::Tensor& block_embeddings,
+                                        const DFlashCache& cache,
+                                        const DraftOptions& options = {}) const;
+
+ private:
+  struct Layer {
+    PlainRmsNorm input_layernorm;
+    DFlashAttention self_attn;
+    PlainRmsNorm post_attention_layernorm;
+    SwiGluMlp mlp;
+  };
+
+  DFlashDrafter() = default;
+
+  absl::Status CheckCache(const DFlashCache& cache) const;
+
+  io::DFlashDraftConfig config_;
+  ModelOptions options_;
+  Linear fc_;  // [hidden, taps · hidden]
+  PlainRmsNorm hidden_norm_;
+  std::vector<Layer> layers_;
+  PlainRmsNorm norm_;
+  RotaryEmbedding rotary_;
+};
+
+}  // namespace specd::model
