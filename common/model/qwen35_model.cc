@@ -2,12 +2,10 @@
 
 #include <ATen/ATen.h>
 
-#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/io/json_file.h"
-#include "common/io/quantization_config.h"
+#include "common/io/qwen35_checkpoint_config.h"
 #include "common/model/linear.h"
 #include "common/model/weight_reader.h"
 
@@ -28,24 +26,17 @@ absl::StatusOr<T> CatchTorchErrors(const char* what, Body&& body) {
 
 absl::StatusOr<Qwen35Model> Qwen35Model::Load(const std::filesystem::path& dir,
                                               const ModelOptions& options) {
-  const std::filesystem::path config_path = dir / "config.json";
-  absl::StatusOr<nlohmann::json> json = io::ReadJsonFile(config_path);
-  if (!json.ok()) return json.status();
-  absl::StatusOr<io::Qwen35TextConfig> config =
-      io::ParseQwen35TextConfig(*json, config_path.string());
+  absl::StatusOr<io::Qwen35CheckpointConfig> config = io::ReadQwen35CheckpointConfig(dir);
   if (!config.ok()) return config.status();
-  absl::StatusOr<std::optional<io::QuantizationConfig>> quantization =
-      io::ParseQuantizationConfig(*json, config_path.string());
-  if (!quantization.ok()) return quantization.status();
   QuantizedLinears quantized;
-  if (quantization->has_value()) {
-    absl::StatusOr<QuantizedLinears> linears = QuantizedLinears::FromConfig(**quantization);
+  if (config->quantization.has_value()) {
+    absl::StatusOr<QuantizedLinears> linears = QuantizedLinears::FromConfig(*config->quantization);
     if (!linears.ok()) return linears.status();
     quantized = *std::move(linears);
   }
   absl::StatusOr<io::Checkpoint> checkpoint = io::Checkpoint::Open(dir);
   if (!checkpoint.ok()) return checkpoint.status();
-  return Load(*config, *checkpoint, options, quantized);
+  return Load(config->text, *checkpoint, options, quantized);
 }
 
 absl::StatusOr<Qwen35Model> Qwen35Model::Load(const io::Qwen35TextConfig& config,

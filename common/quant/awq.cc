@@ -13,8 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/io/checkpoint.h"
-#include "common/io/json_file.h"
-#include "common/io/quantization_config.h"
+#include "common/io/qwen35_checkpoint_config.h"
 #include "common/io/qwen35_config.h"
 #include "common/model/linear_input_tap.h"
 #include "common/model/qwen35_model.h"
@@ -282,28 +281,23 @@ absl::StatusOr<AwqMapping> SearchAndFold(const Mapping& mapping, const Activatio
 absl::StatusOr<AwqResult> RunAwq(const std::filesystem::path& model_dir, const AwqOptions& options,
                                  const std::vector<std::vector<int32_t>>& calibration_ids,
                                  const AwqProgress& progress) {
-  const std::filesystem::path config_path = model_dir / "config.json";
-  absl::StatusOr<nlohmann::json> json = io::ReadJsonFile(config_path);
-  if (!json.ok()) return json.status();
-  absl::StatusOr<io::Qwen35TextConfig> config =
-      io::ParseQwen35TextConfig(*json, config_path.string());
-  if (!config.ok()) return config.status();
-  absl::StatusOr<std::optional<io::QuantizationConfig>> quantization =
-      io::ParseQuantizationConfig(*json, config_path.string());
-  if (!quantization.ok()) return quantization.status();
-  if (quantization->has_value()) {
+  absl::StatusOr<io::Qwen35CheckpointConfig> checkpoint_config =
+      io::ReadQwen35CheckpointConfig(model_dir);
+  if (!checkpoint_config.ok()) return checkpoint_config.status();
+  const io::Qwen35TextConfig& config = checkpoint_config->text;
+  if (checkpoint_config->quantization.has_value()) {
     return absl::FailedPreconditionError(
         absl::StrCat(model_dir.string(), " is already quantized; AWQ needs the dense checkpoint"));
   }
-  if (absl::Status valid = CheckCalibration(calibration_ids, config->vocab_size); !valid.ok()) {
+  if (absl::Status valid = CheckCalibration(calibration_ids, config.vocab_size); !valid.ok()) {
     return valid;
   }
   absl::StatusOr<io::Checkpoint> checkpoint = io::Checkpoint::Open(model_dir);
   if (!checkpoint.ok()) return checkpoint.status();
-  absl::StatusOr<model::Qwen35Model> model = model::Qwen35Model::Load(*config, *checkpoint);
+  absl::StatusOr<model::Qwen35Model> model = model::Qwen35Model::Load(config, *checkpoint);
   if (!model.ok()) return model.status();
 
-  const std::vector<Mapping> mappings = Qwen35Mappings(*config);
+  const std::vector<Mapping> mappings = Qwen35Mappings(config);
   const auto steps = static_cast<int64_t>(calibration_ids.size() + mappings.size());
   int64_t done = 0;
   const auto step_done = [&] {

@@ -12,39 +12,13 @@
 #include "common/model/random_checkpoint.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/odd_qwen35_shapes.h"
 #include "tests/unit/common/model/tensor_matchers.h"
 
 namespace specd::model {
 namespace {
 
-using io::LayerType;
 using testing::AllClose;
-
-io::Qwen35TextConfig OddShapes() {
-  io::Qwen35TextConfig config;
-  config.vocab_size = 97;
-  config.hidden_size = 48;
-  config.intermediate_size = 80;
-  config.num_hidden_layers = 5;
-  config.layer_types = {LayerType::kLinearAttention, LayerType::kFullAttention,
-                        LayerType::kLinearAttention, LayerType::kLinearAttention,
-                        LayerType::kFullAttention};
-  config.num_attention_heads = 6;
-  config.num_key_value_heads = 2;
-  config.head_dim = 16;
-  config.linear_num_key_heads = 2;
-  config.linear_num_value_heads = 6;
-  config.linear_key_head_dim = 12;
-  config.linear_value_head_dim = 8;
-  config.linear_conv_kernel_dim = 4;
-  config.rms_norm_eps = 1e-6;
-  config.rope_theta = 10000.0;
-  config.partial_rotary_factor = 0.5;
-  config.max_position_embeddings = 1024;
-  config.tie_word_embeddings = false;
-  config.eos_token_ids = {1};
-  return config;
-}
 
 class CheckpointLayoutsTest : public ::testing::Test {
  protected:
@@ -108,7 +82,7 @@ std::vector<int64_t> SomeIds(int64_t count, int64_t vocab) {
 }
 
 TEST_F(CheckpointLayoutsTest, BothLayoutsLoadAndComputeTheSame) {
-  const io::Qwen35TextConfig config = OddShapes();
+  const io::Qwen35TextConfig config = specd::testing::OddQwen35Shapes();
   const auto causal_lm =
       Write("causal_lm", config, {.layout = CheckpointLayout::kCausalLm, .seed = 5});
   const auto wrapped = Write(
@@ -136,7 +110,7 @@ TEST_F(CheckpointLayoutsTest, BothLayoutsLoadAndComputeTheSame) {
 }
 
 TEST_F(CheckpointLayoutsTest, DecodeAndBlockAgreeWithPrefillForOtherShapes) {
-  const io::Qwen35TextConfig config = OddShapes();
+  const io::Qwen35TextConfig config = specd::testing::OddQwen35Shapes();
   absl::StatusOr<Qwen35Model> model = Qwen35Model::Load(Write("model", config, {.seed = 9}));
   ASSERT_TRUE(model.ok()) << model.status();
   // 90 tokens: the prefill spans two DeltaNet chunks; the 20-token block continues inside one.
@@ -147,7 +121,7 @@ TEST_F(CheckpointLayoutsTest, DecodeAndBlockAgreeWithPrefillForOtherShapes) {
 }
 
 TEST_F(CheckpointLayoutsTest, Bfloat16WeightsAreWidenedExactly) {
-  const io::Qwen35TextConfig config = OddShapes();
+  const io::Qwen35TextConfig config = specd::testing::OddQwen35Shapes();
   absl::StatusOr<Qwen35Model> f32 = Qwen35Model::Load(Write("f32", config, {.seed = 3}));
   absl::StatusOr<Qwen35Model> bf16 =
       Qwen35Model::Load(Write("bf16", config, {.seed = 3, .dtype = io::DType::kBF16}));
@@ -159,7 +133,7 @@ TEST_F(CheckpointLayoutsTest, Bfloat16WeightsAreWidenedExactly) {
 }
 
 TEST_F(CheckpointLayoutsTest, MisShapedTensorIsNamedWithBothShapes) {
-  io::Qwen35TextConfig config = OddShapes();
+  io::Qwen35TextConfig config = specd::testing::OddQwen35Shapes();
   const auto dir = Write("model", config, {.seed = 1});
   config.intermediate_size = 96;
   absl::StatusOr<io::Checkpoint> checkpoint = io::Checkpoint::Open(dir);
@@ -173,7 +147,7 @@ TEST_F(CheckpointLayoutsTest, MisShapedTensorIsNamedWithBothShapes) {
 }
 
 TEST_F(CheckpointLayoutsTest, MissingHeadIsNamed) {
-  io::Qwen35TextConfig config = OddShapes();
+  io::Qwen35TextConfig config = specd::testing::OddQwen35Shapes();
   config.tie_word_embeddings = true;  // written without lm_head.weight
   const auto dir = Write("model", config, {.seed = 1});
   absl::StatusOr<io::Checkpoint> checkpoint = io::Checkpoint::Open(dir);

@@ -24,6 +24,7 @@
 #include "common/model/random_checkpoint.h"
 #include "common/quant/float_encoding.h"
 #include "common/quant/pack_quantized_io.h"
+#include "tests/support/odd_qwen35_shapes.h"
 #include "tests/support/paths.h"
 #include "tests/support/temp_dir.h"
 #include "tests/unit/common/model/tensor_matchers.h"
@@ -216,35 +217,11 @@ TEST(QuantizeCheckpointTest, PrefillLogitsAreAsCloseToTheDenseModelsAsThePeersRt
   }
 }
 
-io::Qwen35TextConfig SmallShapes() {
-  io::Qwen35TextConfig config;
-  config.vocab_size = 97;
-  config.hidden_size = 48;
-  config.intermediate_size = 80;
-  config.num_hidden_layers = 4;
-  config.layer_types = {io::LayerType::kLinearAttention, io::LayerType::kFullAttention,
-                        io::LayerType::kLinearAttention, io::LayerType::kFullAttention};
-  config.num_attention_heads = 6;
-  config.num_key_value_heads = 2;
-  config.head_dim = 16;
-  config.linear_num_key_heads = 2;
-  config.linear_num_value_heads = 6;
-  config.linear_key_head_dim = 12;
-  config.linear_value_head_dim = 8;
-  config.linear_conv_kernel_dim = 4;
-  config.rms_norm_eps = 1e-6;
-  config.rope_theta = 10000.0;
-  config.partial_rotary_factor = 0.5;
-  config.max_position_embeddings = 1024;
-  config.tie_word_embeddings = false;
-  config.eos_token_ids = {1};
-  return config;
-}
-
 std::filesystem::path WriteRandom(const std::filesystem::path& dir,
                                   const model::RandomCheckpointOptions& options) {
   std::filesystem::create_directories(dir);
-  const absl::Status status = model::WriteRandomQwen35Checkpoint(dir, SmallShapes(), options);
+  const absl::Status status =
+      model::WriteRandomQwen35Checkpoint(dir, specd::testing::OddQwen35Shapes(), options);
   EXPECT_TRUE(status.ok()) << status;
   return dir;
 }
