@@ -8,6 +8,7 @@ void AddBenchCommands(CLI::App& app) {
   bench->require_subcommand(1);
   AddDecodeBench(*bench);
   AddInitModelBench(*bench);
+  AddSpecBench(*bench);
 }
 
 }  // namespace specd::cli

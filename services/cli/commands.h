@@ -18,6 +18,8 @@ void AddGenerateCommand(CLI::App& app);   // generate (generate_command.cc)
 void AddBenchCommands(CLI::App& app);     // bench, with the subcommands below (bench_command.cc)
 void AddDecodeBench(CLI::App& bench);     // bench decode (decode_bench.cc)
 void AddInitModelBench(CLI::App& bench);  // bench init-model (init_model_bench.cc)
+void AddSpecBench(CLI::App& bench);       // bench spec (spec_bench_command.cc)
+void AddDrafterCommands(CLI::App& app);   // drafter init (drafter_command.cc)
 void AddQuantizeCommand(CLI::App& app);   // quantize (quantize_command.cc)
 
 }  // namespace specd::cli

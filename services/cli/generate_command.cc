@@ -1,7 +1,9 @@
-// specd generate: target-only decoding of a prompt (text or token ids), streaming the text as it
-// comes, with the timings that speculative decoding is measured against.
+// specd generate: decoding of a prompt (text or token ids) by the target alone, or speculatively
+// with a drafter (--drafter), streaming the text as it comes, with the timings that speculative
+// decoding is measured against.
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -10,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/model/qwen35_model.h"
+#include "common/spec/drafter_factory.h"
+#include "common/spec/speculative_decoder.h"
 #include "common/spec/target_decoder.h"
 #include "common/text/tokenizer.h"
 #include "nlohmann/json.hpp"
@@ -34,6 +38,9 @@ struct GenerateFlags {
   bool ignore_eos = false;
   std::vector<std::string> stop;
   std::string format = "text";
+  std::string drafter;  // empty: target-only
+  int64_t block_size = 0;
+  int64_t draft_window = 0;
 };
 
 struct TokenizerSource {
@@ -89,6 +96,10 @@ void PrintJson(const spec::GenerationResult& result, bool has_text) {
                           {"decode_ms_per_token", t.decode_ms_per_token},
                           {"total_ms", t.total_ms},
                           {"tokens_per_s", t.tokens_per_s}}}};
+  if (result.acceptance.has_value()) {
+    out["acceptance_lengths"] = result.acceptance->acceptance_lengths;
+    out["tau"] = result.acceptance->tau();
+  }
   std::cout << out.dump() << "\n";
 }
 
@@ -117,11 +128,21 @@ absl::Status Generate(const GenerateFlags& flags) {
                                            .stop_strings = flags.stop,
                                            .ignore_eos = flags.ignore_eos}};
   const bool text_output = flags.format == "text";
-  spec::TargetDecoder decoder(*target, detokenize ? tokenizer.get() : nullptr);
-  absl::StatusOr<spec::GenerationResult> result =
-      decoder.Generate(request, [&](const spec::GenerationChunk& chunk) {
-        if (text_output && detokenize) std::cout << chunk.text << std::flush;
-      });
+  const text::Tokenizer* output_tokenizer = detokenize ? tokenizer.get() : nullptr;
+  const spec::ChunkCallback stream = [&](const spec::GenerationChunk& chunk) {
+    if (text_output && detokenize) std::cout << chunk.text << std::flush;
+  };
+  absl::StatusOr<spec::GenerationResult> result;
+  if (flags.drafter.empty()) {
+    result = spec::TargetDecoder(*target, output_tokenizer).Generate(request, stream);
+  } else {
+    absl::StatusOr<std::unique_ptr<spec::BlockDrafter>> drafter = spec::OpenBlockDrafter(
+        flags.drafter, *target,
+        {.block_size = flags.block_size, .window = flags.draft_window, .min_confidence = 0});
+    if (!drafter.ok()) return drafter.status();
+    result =
+        spec::SpeculativeDecoder(*target, **drafter, output_tokenizer).Generate(request, stream);
+  }
   if (!result.ok()) return result.status();
 
   if (!text_output) {
@@ -132,7 +153,9 @@ absl::Status Generate(const GenerateFlags& flags) {
   const spec::GenerationTimings& t = result->timings;
   std::cerr << result->ids.size() << " tokens (" << spec::StopReasonName(result->stop_reason)
             << "): prefill " << t.prefill_ms << " ms, decode " << t.decode_ms_per_token
-            << " ms/token, " << t.tokens_per_s << " tokens/s\n";
+            << " ms/token, " << t.tokens_per_s << " tokens/s";
+  if (result->acceptance.has_value()) std::cerr << ", tau " << result->acceptance->tau();
+  std::cerr << "\n";
   return absl::OkStatus();
 }
 
@@ -140,8 +163,8 @@ absl::Status Generate(const GenerateFlags& flags) {
 
 void AddGenerateCommand(CLI::App& app) {
   auto flags = std::make_shared<GenerateFlags>();
-  CLI::App* command =
-      app.add_subcommand("generate", "Generate a continuation with the target model alone");
+  CLI::App* command = app.add_subcommand(
+      "generate", "Generate a continuation with the target model, alone or with a drafter");
   command->add_option("--model", flags->model, "Checkpoint directory (config.json + safetensors)")
       ->required();
   CLI::Option* prompt = command->add_option("--prompt", flags->prompt, "Prompt text");
@@ -172,6 +195,20 @@ void AddGenerateCommand(CLI::App& app) {
                    "{\"ids\", \"text\", \"stop_reason\", \"timings\"}")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));
+  CLI::Option* drafter = command->add_option(
+      "--drafter", flags->drafter,
+      "Decode speculatively with this DFlash drafter checkpoint directory, or \"oracle\" (the "
+      "target's own greedy continuation); json adds acceptance_lengths and tau");
+  command
+      ->add_option("--block-size", flags->block_size,
+                   "Tokens per verify block with --drafter (default: the drafter's)")
+      ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()))
+      ->needs(drafter);
+  command
+      ->add_option("--draft-window", flags->draft_window,
+                   "Sliding attention window of the drafter, in tokens (default: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(drafter);
   command->callback([command, flags, prompt, ids] {
     RunOrExit(*command, [&] {
       if (prompt->empty() && ids->empty()) {

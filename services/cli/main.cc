@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   specd::cli::AddForwardCommand(app);
   specd::cli::AddGenerateCommand(app);
   specd::cli::AddBenchCommands(app);
+  specd::cli::AddDrafterCommands(app);
   specd::cli::AddQuantizeCommand(app);
   CLI11_PARSE(app, argc, argv);
   return 0;

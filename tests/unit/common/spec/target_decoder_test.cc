@@ -115,6 +115,23 @@ TEST_F(TargetDecoderTest, StopsOnAStopStringAndStreamsOnlyTheTextBeforeIt) {
   EXPECT_LT(result.ids.size(), 24u);
 }
 
+TEST_F(TargetDecoderTest, StreamsOneTokenPerChunk) {
+  std::vector<int64_t> streamed;
+  const GenerationResult result = Generate(Greedy(6), [&](const GenerationChunk& chunk) {
+    EXPECT_EQ(chunk.ids.size(), 1u);
+    streamed.insert(streamed.end(), chunk.ids.begin(), chunk.ids.end());
+  });
+  EXPECT_EQ(streamed, result.ids);
+}
+
+TEST_F(TargetDecoderTest, ResultsCarryThePromptsRegime) {
+  EXPECT_EQ(Generate(Greedy(2)).regime, Regime::kShort);
+  TargetDecoder decoder(*model_, nullptr, {.medium_from = 10, .long_from = kPromptLength});
+  absl::StatusOr<GenerationResult> result = decoder.Generate(Greedy(2));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->regime, Regime::kLong);
+}
+
 TEST_F(TargetDecoderTest, TheSameSeedGivesTheSameSample) {
   GenerationRequest request = Greedy(16);
   request.sampling.temperature = 1.0;
