@@ -2,8 +2,11 @@
 // hands a case the kernels do not cover (another dtype, a layout they do not take) back to the
 // composition.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <initializer_list>
+#include <thread>
 #include <vector>
 
 #include "common/model/gated_delta_rule.h"
@@ -11,6 +14,7 @@
 #include "common/model/linear.h"
 #include "kernels/cpu/dense_gemv.h"
 #include "kernels/cpu/gated_delta_rule.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace specd::model {
 namespace {
@@ -67,6 +71,14 @@ at::Tensor CpuRecurrentGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, 
 }
 
 }  // namespace
+
+bool ConfigureCpuThreads(int threads) {
+  const int pool_size =
+      threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (!kernels::cpu::ThreadPool::SetSharedSize(pool_size)) return false;
+  at::set_num_threads(1);
+  return true;
+}
 
 void RegisterCpuKernels(KernelRegistry& registry) {
   registry.project.Replace(c10::DeviceType::CPU, &CpuProject);

@@ -35,7 +35,7 @@ struct DecodeBenchFlags {
   std::string model;
   int64_t prompt_length = 128;
   int64_t tokens = 64;
-  int threads = 0;  // 0 keeps the defaults: a kernel thread per core, LibTorch's own count
+  int threads = 0;  // 0: a kernel thread per core
   std::string kernels = "registered";
   int64_t copy_mib = 256;
   uint64_t seed = 0;
@@ -100,11 +100,8 @@ void PrintResidentMemory(const ResidentMemory& before, const WeightFootprint& fo
 }
 
 absl::Status BenchDecode(const DecodeBenchFlags& flags) {
-  if (flags.threads > 0) {
-    at::set_num_threads(flags.threads);
-    if (!kernels::cpu::ThreadPool::SetSharedSize(flags.threads)) {
-      return absl::InternalError("the kernel thread pool started before --threads was applied");
-    }
+  if (!model::ConfigureCpuThreads(flags.threads)) {
+    return absl::InternalError("the kernel thread pool started before --threads was applied");
   }
   const int threads = kernels::cpu::ThreadPool::Shared().size();
   if (flags.kernels == "composition") model::KernelRegistry::Get().UseCompositions();
