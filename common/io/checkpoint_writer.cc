@@ -30,25 +30,6 @@ bool IsCheckpointFileName(const std::string& name) {
          std::regex_match(name, kShardName);
 }
 
-// Consecutive runs of tensors whose bytes add up to at most `max_shard_bytes` each.
-std::vector<std::span<const TensorView>> SplitIntoShards(std::span<const TensorView> tensors,
-                                                         uint64_t max_shard_bytes) {
-  std::vector<std::span<const TensorView>> shards;
-  size_t shard_begin = 0;
-  uint64_t shard_bytes = 0;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const uint64_t size = tensors[i].bytes.size();
-    if (i > shard_begin && shard_bytes + size > max_shard_bytes) {
-      shards.push_back(tensors.subspan(shard_begin, i - shard_begin));
-      shard_begin = i;
-      shard_bytes = 0;
-    }
-    shard_bytes += size;
-  }
-  shards.push_back(tensors.subspan(shard_begin));
-  return shards;
-}
-
 absl::Status WriteShardIndex(const std::filesystem::path& path,
                              const std::vector<std::span<const TensorView>>& shards) {
   uint64_t total_size = 0;
@@ -98,7 +79,8 @@ absl::Status WriteCheckpointTensors(const std::filesystem::path& dir,
   if (absl::Status writable = CheckTensorsWritable(tensors, dir.string()); !writable.ok()) {
     return writable;
   }
-  const std::vector<std::span<const TensorView>> shards = SplitIntoShards(tensors, max_shard_bytes);
+  const std::vector<std::span<const TensorView>> shards = SplitIntoShards(
+      tensors, max_shard_bytes, [](const TensorView& tensor) { return tensor.bytes.size(); });
 
   absl::flat_hash_set<std::string> written;
   for (size_t i = 0; i < shards.size(); ++i) {

@@ -3,12 +3,34 @@
 #include <cstdint>
 #include <filesystem>
 #include <span>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "common/io/safetensors_file.h"
 #include "common/io/tensor_view.h"
 
 namespace specd::io {
+
+// Consecutive runs of `items` whose sizes (size_of(item), in bytes) add up to at most `max_bytes`
+// each, in order; an item larger than the limit gets a run of its own. How checkpoints shard.
+template <typename T, typename SizeOf>
+std::vector<std::span<const T>> SplitIntoShards(std::span<const T> items, uint64_t max_bytes,
+                                                SizeOf size_of) {
+  std::vector<std::span<const T>> shards;
+  size_t begin = 0;
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const uint64_t size = size_of(items[i]);
+    if (i > begin && bytes + size > max_bytes) {
+      shards.push_back(items.subspan(begin, i - begin));
+      begin = i;
+      bytes = 0;
+    }
+    bytes += size;
+  }
+  shards.push_back(items.subspan(begin));
+  return shards;
+}
 
 // Writes `tensors` into `dir` (which must exist) in shards of at most `max_shard_bytes` of tensor
 // data, filled in the given order; a tensor larger than the limit gets a shard of its own.

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "common/io/atomic_file.h"
 #include "common/io/checkpoint.h"
+#include "common/io/checkpoint_writer.h"
 #include "common/io/json_file.h"
 #include "common/io/quantization_config.h"
 #include "common/io/qwen35_config.h"
@@ -141,24 +142,6 @@ absl::StatusOr<std::vector<Entry>> Plan(const io::Checkpoint& checkpoint,
     }
   }
   return plan;
-}
-
-// Consecutive runs of entries whose output adds up to at most `max_bytes` each.
-std::vector<std::span<const Entry>> SplitIntoShards(std::span<const Entry> plan,
-                                                    uint64_t max_bytes) {
-  std::vector<std::span<const Entry>> shards;
-  size_t begin = 0;
-  uint64_t bytes = 0;
-  for (size_t i = 0; i < plan.size(); ++i) {
-    if (i > begin && bytes + plan[i].output_bytes > max_bytes) {
-      shards.push_back(plan.subspan(begin, i - begin));
-      begin = i;
-      bytes = 0;
-    }
-    bytes += plan[i].output_bytes;
-  }
-  shards.push_back(plan.subspan(begin));
-  return shards;
 }
 
 // The values of `entry` as float32: the override's, or the source's decoded.
@@ -295,7 +278,8 @@ absl::Status QuantizeCheckpoint(const std::filesystem::path& model_dir,
   if (absl::Status status = PrepareOutputDir(out_dir); !status.ok()) return status;
 
   const std::vector<std::span<const Entry>> shards =
-      SplitIntoShards(*plan, options.max_shard_bytes);
+      io::SplitIntoShards(std::span<const Entry>(*plan), options.max_shard_bytes,
+                          [](const Entry& entry) { return entry.output_bytes; });
   std::vector<std::vector<std::string>> shard_names;
   uint64_t total_size = 0;
   int64_t done = 0;
