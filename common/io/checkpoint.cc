@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/io/json_file.h"
+#include "common/io/mapped_file.h"
 #include "common/io/safetensors_file.h"
 
 namespace specd::io {
@@ -127,6 +128,10 @@ absl::StatusOr<const TensorView*> Checkpoint::Get(std::string_view name) const {
   if (const TensorView* tensor = Find(name)) return tensor;
   return absl::NotFoundError(
       absl::StrFormat("checkpoint %s has no tensor \"%s\"", dir_.string(), name));
+}
+
+void Checkpoint::ReleaseResidentPages(const TensorView& tensor) const {
+  io::ReleaseResidentPages(tensor.bytes);
 }
 
 }  // namespace specd::io

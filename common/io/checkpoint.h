@@ -34,6 +34,11 @@ class Checkpoint {
   // The tensor called `name`, or NotFound naming the tensor and the directory.
   absl::StatusOr<const TensorView*> Get(std::string_view name) const;
 
+  // For a tensor of this checkpoint whose contents were copied out: lets its whole pages leave
+  // this process's resident memory (ReleaseResidentPages; every tensor here lies in a read-only
+  // file mapping, so the pages are read back from the file if touched again).
+  void ReleaseResidentPages(const TensorView& tensor) const;
+
  private:
   Checkpoint(std::filesystem::path dir, std::vector<std::filesystem::path> shard_paths,
              std::vector<TensorView> tensors);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -43,6 +44,14 @@ absl::StatusOr<std::shared_ptr<const MappedFile>> MappedFile::Open(
 
 MappedFile::~MappedFile() {
   if (!bytes_.empty()) munmap(const_cast<std::byte*>(bytes_.data()), bytes_.size());
+}
+
+void ReleaseResidentPages(std::span<const std::byte> bytes) {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<uintptr_t>(bytes.data()) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size()) / page * page;
+  // Advice only: a failure leaves the pages resident, which is correct, just larger.
+  if (begin < end) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 }  // namespace specd::io

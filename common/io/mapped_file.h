@@ -25,4 +25,10 @@ class MappedFile {
   std::span<const std::byte> bytes_;  // empty for an empty file, which is not mapped
 };
 
+// Lets the kernel drop from this process's resident memory the whole pages inside `bytes`, a
+// range of a read-only file mapping whose contents were copied out (they stay in the page cache
+// and are read back if touched again). Partial pages at either end are kept: a neighbouring
+// tensor may still be in use.
+void ReleaseResidentPages(std::span<const std::byte> bytes);
+
 }  // namespace specd::io

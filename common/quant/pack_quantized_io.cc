@@ -157,6 +157,10 @@ absl::StatusOr<PackedInt4Weight> LoadPackedInt4Weight(const io::Checkpoint& chec
 
   std::vector<int32_t> words((*packed)->NumElements());
   std::memcpy(words.data(), (*packed)->bytes.data(), (*packed)->bytes.size());
+  // Everything is copied out: the file's pages need not stay resident beside the copies.
+  for (const io::TensorView* tensor : {*shape_tensor, *packed, *scale, zero_point, g_idx}) {
+    if (tensor != nullptr) checkpoint.ReleaseResidentPages(*tensor);
+  }
   return PackedInt4Weight{.grid = std::move(grid), .packed = std::move(words)};
 }
 

@@ -87,6 +87,36 @@ TEST_F(CheckpointTest, ReadsShardsAsOneSetOfTensors) {
   EXPECT_THAT(missing.message(), HasSubstr(R"(has no tensor "t9")"));
 }
 
+// Resident file pages of this process, in KiB (/proc/self/status).
+int64_t ResidentFileKiB() {
+  std::ifstream status("/proc/self/status");
+  for (std::string key; status >> key;) {
+    if (key == "RssFile:") {
+      int64_t kib = 0;
+      status >> kib;
+      return kib;
+    }
+  }
+  return -1;
+}
+
+TEST_F(CheckpointTest, ReleasedPagesLeaveResidentMemoryAndReadBackTheSame) {
+  std::vector<std::byte> big(8 << 20);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = std::byte(i * 7 % 251);
+  const TensorView tensor{
+      .name = "big", .dtype = DType::kU8, .shape = {8 << 20}, .bytes = big, .owner = nullptr};
+  ASSERT_TRUE(WriteCheckpointTensors(dir_.path(), std::span(&tensor, 1), uint64_t{1} << 30).ok());
+  absl::StatusOr<Checkpoint> checkpoint = Checkpoint::Open(dir_.path());
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  const TensorView& mapped = checkpoint->tensors()[0];
+
+  ASSERT_TRUE(std::equal(mapped.bytes.begin(), mapped.bytes.end(), big.begin()));  // touched
+  const int64_t touched = ResidentFileKiB();
+  checkpoint->ReleaseResidentPages(mapped);
+  EXPECT_LT(ResidentFileKiB(), touched - 7 * 1024);  // all but a partial page at either end
+  EXPECT_TRUE(std::equal(mapped.bytes.begin(), mapped.bytes.end(), big.begin()));
+}
+
 TEST_F(CheckpointTest, WritesOneShardAsModelSafetensorsAndRemovesAStaleIndex) {
   ASSERT_TRUE(WriteCheckpointTensors(dir_.path(), tensors_, 40).ok());
   ASSERT_TRUE(WriteCheckpointTensors(dir_.path(), tensors_, 1 << 20).ok());
