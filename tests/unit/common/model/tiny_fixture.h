@@ -81,6 +81,29 @@ class FixtureSuite : public ::testing::Test {
     return out->logits.argmax(-1).eq(expected.argmax(-1)).to(at::kDouble).mean().item<double>();
   }
 
+  // The reference's int64 tensor `name` (e.g. "greedy_ids") as ids.
+  static std::vector<int64_t> ReferenceIds(const std::string& name) {
+    const at::Tensor ids = ReferenceTensor(*reference_, name);
+    return std::vector<int64_t>(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+  }
+
+  // `count` greedy tokens after prefilling `prompt` on cache_, one decode step each.
+  std::vector<int64_t> GreedyContinuation(std::span<const int64_t> prompt, size_t count) {
+    std::vector<int64_t> generated;
+    absl::StatusOr<ForwardOutput> prefill = model_->Prefill(prompt, *cache_);
+    EXPECT_TRUE(prefill.ok()) << prefill.status();
+    if (!prefill.ok()) return generated;
+    at::Tensor logits = prefill->logits[0];
+    while (generated.size() < count) {
+      generated.push_back(logits.argmax().item<int64_t>());
+      absl::StatusOr<at::Tensor> next = model_->Decode(generated.back(), *cache_);
+      EXPECT_TRUE(next.ok()) << next.status();
+      if (!next.ok()) break;
+      logits = *next;
+    }
+    return generated;
+  }
+
   std::span<const int64_t> Ids(int64_t begin, int64_t end) const {
     return std::span<const int64_t>(ids_).subspan(begin, end - begin);
   }
