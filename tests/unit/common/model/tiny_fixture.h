@@ -104,6 +104,22 @@ class FixtureSuite : public ::testing::Test {
     return generated;
   }
 
+  // The logits [n, V] of decoding ids_[split:] one step at a time after prefilling ids_[:split]
+  // on cache_ (the reference's "decode_logits"); undefined after a failure.
+  at::Tensor DecodeStepLogits(int64_t split) {
+    absl::StatusOr<ForwardOutput> prefill = model_->Prefill(Ids(0, split), *cache_);
+    EXPECT_TRUE(prefill.ok()) << prefill.status();
+    if (!prefill.ok()) return {};
+    std::vector<at::Tensor> rows;
+    for (int64_t t = split; t < static_cast<int64_t>(ids_.size()); ++t) {
+      absl::StatusOr<at::Tensor> logits = model_->Decode(ids_[t], *cache_);
+      EXPECT_TRUE(logits.ok()) << logits.status();
+      if (!logits.ok()) return {};
+      rows.push_back(*logits);
+    }
+    return at::stack(rows);
+  }
+
   std::span<const int64_t> Ids(int64_t begin, int64_t end) const {
     return std::span<const int64_t>(ids_).subspan(begin, end - begin);
   }
