@@ -37,9 +37,20 @@ class DFlashAttention {
   at::Tensor Forward(const at::Tensor& x, const KvCache& cache, int64_t context_length,
                      const RotaryAngles& angles, int64_t window) const;
 
+  // Training: x [L, hidden] holds many blocks at once (`angles` their positions), attending to
+  // every position of `context` [S, hidden] (`context_angles`) and to the block rows, as
+  // `visible` [L, S + L] (bool) allows.
+  at::Tensor ForwardMasked(const at::Tensor& x, const RotaryAngles& angles,
+                           const at::Tensor& context, const RotaryAngles& context_angles,
+                           const at::Tensor& visible) const;
+
  private:
   at::Tensor Keys(const at::Tensor& x, const RotaryAngles& angles) const;  // [T, kv_heads, d]
   at::Tensor Values(const at::Tensor& x) const;
+  // Queries x's rows (`angles`) against keys and values [kv_heads, K, head_dim]; `visible`
+  // [L, K] (bool) masks keys per query, or is undefined.
+  at::Tensor Attend(const at::Tensor& x, const RotaryAngles& angles, const at::Tensor& keys,
+                    const at::Tensor& values, const at::Tensor& visible) const;
 
   int64_t heads_ = 0;
   int64_t kv_heads_ = 0;

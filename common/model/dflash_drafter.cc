@@ -110,6 +110,7 @@ absl::StatusOr<DFlashDrafter> DFlashDrafter::Load(const std::filesystem::path& d
     }
     drafter.norm_ = PlainRmsNorm(reader.Float32("norm.weight", {hidden}), eps);
     if (!reader.status().ok()) return reader.status();
+    drafter.parameters_ = reader.parameters();
     // Qwen3 rotates whole heads.
     drafter.rotary_ = RotaryEmbedding(config->head_dim, config->rope_theta, options);
     return drafter;
@@ -213,6 +214,57 @@ absl::StatusOr<at::Tensor> DFlashDrafter::DraftBlock(const at::Tensor& block_emb
       const Layer& layer = layers_[i];
       h = h + layer.self_attn.Forward(layer.input_layernorm.Forward(h), cache.layer(i), start,
                                       angles, options.window);
+      h = h + layer.mlp.Forward(layer.post_attention_layernorm.Forward(h));
+    }
+    return norm_.Forward(h);
+  });
+}
+
+absl::StatusOr<at::Tensor> DFlashDrafter::DraftAnchoredBlocks(const at::Tensor& target_hidden,
+                                                              const at::Tensor& block_embeddings,
+                                                              const at::Tensor& anchors) const {
+  if (!target_hidden.defined() || target_hidden.dim() != 2 ||
+      target_hidden.size(1) != fc_.in_features()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "context features must be [S, ", fc_.in_features(), "], got ", ShapeString(target_hidden)));
+  }
+  if (!anchors.defined() || anchors.dim() != 1 || anchors.size(0) == 0 ||
+      anchors.scalar_type() != at::kLong) {
+    return absl::InvalidArgumentError("anchors must be a non-empty int64 vector");
+  }
+  const int64_t blocks = anchors.size(0);
+  if (!block_embeddings.defined() || block_embeddings.dim() != 2 ||
+      block_embeddings.size(1) != config_.hidden_size || block_embeddings.size(0) % blocks != 0 ||
+      block_embeddings.size(0) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("block embeddings must be [", blocks, " · B, ",
+                                                   config_.hidden_size, "], got ",
+                                                   ShapeString(block_embeddings)));
+  }
+  const int64_t length = target_hidden.size(0);
+  return CatchTorchErrors("DFlash anchored blocks", [&]() -> absl::StatusOr<at::Tensor> {
+    if (anchors.min().item<int64_t>() < 1 || anchors.max().item<int64_t>() > length) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("anchors must lie in [1, ", length, "], the context length"));
+    }
+    const int64_t block_size = block_embeddings.size(0) / blocks;
+    const at::Tensor on_device = anchors.to(options_.device);
+    const auto long_options = on_device.options();
+    const at::Tensor block_of = at::arange(blocks, long_options).repeat_interleave(block_size);
+    const at::Tensor row_anchor = on_device.index_select(0, block_of);  // [N·B]
+    const at::Tensor positions = row_anchor + at::arange(block_size, long_options).repeat({blocks});
+    // [N·B, S + N·B]: context positions before the row's anchor, then the row's own block.
+    const at::Tensor visible =
+        at::cat({at::arange(length, long_options).unsqueeze(0) < row_anchor.unsqueeze(1),
+                 block_of.unsqueeze(1) == block_of.unsqueeze(0)},
+                1);
+    const at::Tensor context =
+        hidden_norm_.Forward(fc_.Forward(target_hidden.to(options_.device, options_.dtype)));
+    const RotaryAngles context_angles = rotary_.Angles(0, length);
+    const RotaryAngles angles = rotary_.Angles(positions);
+    at::Tensor h = block_embeddings.to(options_.device, options_.dtype);
+    for (const Layer& layer : layers_) {
+      h = h + layer.self_attn.ForwardMasked(layer.input_layernorm.Forward(h), angles, context,
+                                            context_angles, visible);
       h = h + layer.mlp.Forward(layer.post_attention_layernorm.Forward(h));
     }
     return norm_.Forward(h);

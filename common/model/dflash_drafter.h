@@ -20,6 +20,7 @@
 #include "common/model/linear.h"
 #include "common/model/mlp.h"
 #include "common/model/model_options.h"
+#include "common/model/named_parameter.h"
 #include "common/model/plain_rms_norm.h"
 #include "common/model/rope.h"
 
@@ -43,6 +44,8 @@ class DFlashDrafter {
 
   const io::DFlashDraftConfig& config() const { return config_; }
   const ModelOptions& options() const { return options_; }
+  // The weights, when loaded with ModelOptions::trainable.
+  const std::vector<NamedParameter>& parameters() const { return parameters_; }
 
   // OK when `target` is a model this drafter can draft for: the same hidden size, the number of
   // layers the drafter was made for (num_target_layers) and the mask token in its vocabulary.
@@ -68,6 +71,16 @@ class DFlashDrafter {
                                         const DFlashCache& cache,
                                         const DraftOptions& options = {}) const;
 
+  // Training (research/dflash.md §4.1): the draft hidden states [N·B, hidden] of N blocks of B
+  // in one forward, differentiable. Block j is rows [jB, (j + 1)B) of `block_embeddings`, at
+  // positions anchors[j] + [0, B); it attends to itself non-causally and to the context
+  // features `target_hidden` [S, taps · hidden] of positions strictly before anchors[j] (int64
+  // [N], each in [1, S]), never to another block. What each block sees is what DraftBlock sees
+  // after AppendContext of the first anchors[j] positions.
+  absl::StatusOr<at::Tensor> DraftAnchoredBlocks(const at::Tensor& target_hidden,
+                                                 const at::Tensor& block_embeddings,
+                                                 const at::Tensor& anchors) const;
+
  private:
   struct Layer {
     PlainRmsNorm input_layernorm;
@@ -87,6 +100,7 @@ class DFlashDrafter {
   std::vector<Layer> layers_;
   PlainRmsNorm norm_;
   RotaryEmbedding rotary_;
+  std::vector<NamedParameter> parameters_;
 };
 
 }  // namespace specd::model

@@ -24,8 +24,10 @@ class FakeQuantLinear {
   // which keeps a weight pushed past the grid's end trainable back into it.
   at::Tensor Forward(const at::Tensor& x) const;
 
-  at::Tensor& weight() { return weight_; }  // W, the parameter an optimizer updates
-  at::Tensor QuantizedWeight() const;       // Q(W) [N, K], without grad
+  // W, the parameter an optimizer updates.
+  at::Tensor& weight() { return weight_; }
+  const at::Tensor& weight() const { return weight_; }
+  at::Tensor QuantizedWeight() const;                   // Q(W) [N, K], without grad
 
   // W rounded onto the original grid (scales, zero points, group index and scale dtype kept):
   // the codes Q(W) stands for. A non-finite W is an error.

@@ -31,9 +31,8 @@ GatedDeltaNet GatedDeltaNet::Load(WeightReader& reader, const io::Qwen35TextConf
   layer.in_proj_b_ = reader.Projection(prefix + "in_proj_b", dims.value_heads, hidden);
   layer.in_proj_a_ = reader.Projection(prefix + "in_proj_a", dims.value_heads, hidden);
   layer.conv_weight_ =
-      reader.Weight(prefix + "conv1d.weight", {dims.conv_channels(), 1, dims.conv_kernel})
-          .squeeze(1);
-  layer.negative_decay_ = -reader.Float32(prefix + "A_log", {dims.value_heads}).exp();
+      reader.Weight(prefix + "conv1d.weight", {dims.conv_channels(), 1, dims.conv_kernel});
+  layer.a_log_ = reader.Float32(prefix + "A_log", {dims.value_heads});
   layer.dt_bias_ = reader.Float32(prefix + "dt_bias", {dims.value_heads});
   layer.norm_ =
       GatedRmsNorm(reader.Weight(prefix + "norm.weight", {dims.value_dim}), config.rms_norm_eps);
@@ -50,7 +49,8 @@ at::Tensor GatedDeltaNet::Forward(const at::Tensor& x, GatedDeltaNetState& state
   const int64_t length = x.size(0);
   const int64_t key_width = dims_.key_heads * dims_.key_dim;
   const at::Tensor conv_inputs = in_proj_qkv_.Forward(x);  // [T, conv_channels]
-  const at::Tensor mixed = at::silu(CausalConv1d(conv_inputs, conv_weight_, state.conv()));
+  const at::Tensor mixed =
+      at::silu(CausalConv1d(conv_inputs, conv_weight_.squeeze(1), state.conv()));
 
   // Each q/k head serves value_heads / key_heads consecutive value heads.
   const int64_t repeats = dims_.value_heads / dims_.key_heads;
@@ -64,7 +64,7 @@ at::Tensor GatedDeltaNet::Forward(const at::Tensor& x, GatedDeltaNetState& state
       .q = q.repeat_interleave(repeats, 1),
       .k = k.repeat_interleave(repeats, 1),
       .v = heads_of(2 * key_width, dims_.value_heads, dims_.value_dim),
-      .g = negative_decay_ * at::softplus(in_proj_a_.Forward(x).to(at::kFloat) + dt_bias_),
+      .g = -a_log_.exp() * at::softplus(in_proj_a_.Forward(x).to(at::kFloat) + dt_bias_),
       .beta = at::sigmoid(in_proj_b_.Forward(x).to(at::kFloat)),
   };
   const at::Tensor core = state.Advance(conv_inputs, inputs, keep_for_rollback);

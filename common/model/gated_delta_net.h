@@ -28,13 +28,15 @@ class GatedDeltaNet {
 
  private:
   GatedDeltaNetDims dims_;
-  Linear in_proj_qkv_;      // rows: q (key heads), k (key heads), v (value heads), not interleaved
-  Linear in_proj_z_;        // output gate
-  Linear in_proj_b_;        // β logits, one per value head
-  Linear in_proj_a_;        // decay logits, one per value head
-  at::Tensor conv_weight_;  // [conv_channels, kernel]
-  at::Tensor negative_decay_;  // −exp(A_log), float32 [value_heads]
-  at::Tensor dt_bias_;         // float32 [value_heads]
+  Linear in_proj_qkv_;  // rows: q (key heads), k (key heads), v (value heads), not interleaved
+  Linear in_proj_z_;    // output gate
+  Linear in_proj_b_;    // β logits, one per value head
+  Linear in_proj_a_;    // decay logits, one per value head
+  // The stored tensors, not forms derived from them at load, so that a trainer updates what
+  // the forward uses.
+  at::Tensor conv_weight_;  // [conv_channels, 1, kernel]
+  at::Tensor a_log_;        // log of the decay rate, float32 [value_heads]
+  at::Tensor dt_bias_;      // float32 [value_heads]
   GatedRmsNorm norm_;
   Linear out_proj_;
 };

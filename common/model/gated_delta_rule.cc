@@ -39,11 +39,15 @@ at::Tensor RecurrentGatedDeltaRuleComposition(const at::Tensor& q, const at::Ten
 
 namespace {
 
-// One chunk of c ≤ chunk_size tokens, head-major ([H, c, D]), from `state` to `next_state`
-// (which may be the same tensor).
-at::Tensor ChunkStep(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                     const at::Tensor& g, const at::Tensor& beta, const at::Tensor& state,
-                     at::Tensor& next_state) {
+struct ChunkResult {
+  at::Tensor out;         // [H, c, Dv]
+  at::Tensor next_state;  // [H, Dk, Dv]
+};
+
+// One chunk of c ≤ chunk_size tokens, head-major ([H, c, D]), from `state`. Out of place, so
+// that autograd can differentiate a whole sequence through its chunks (training).
+ChunkResult ChunkStep(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                      const at::Tensor& g, const at::Tensor& beta, const at::Tensor& state) {
   const int64_t c = q.size(1);
   const at::Tensor gamma = g.cumsum(-1);  // [H, c], cumulative log decay within the chunk
   // Γ[i, j] = exp(γ_i − γ_j) for j ≤ i, else 0 (masked before exp: the upper part overflows).
@@ -67,9 +71,9 @@ at::Tensor ChunkStep(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   const at::Tensor out = at::matmul(q * exp_gamma, state) + at::matmul(scores, v_new);
   const at::Tensor gamma_last = gamma.narrow(-1, c - 1, 1);  // [H, 1]
   const at::Tensor k_decayed = k * (gamma_last - gamma).exp().unsqueeze(-1);
-  at::mul_out(next_state, state, gamma_last.exp().unsqueeze(-1))
-      .add_(at::matmul(k_decayed.transpose(-1, -2), v_new));
-  return out;
+  return {.out = out,
+          .next_state = state * gamma_last.exp().unsqueeze(-1) +
+                        at::matmul(k_decayed.transpose(-1, -2), v_new)};
 }
 
 }  // namespace
@@ -83,13 +87,19 @@ at::Tensor ChunkedGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const
   const at::Tensor gh = g.transpose(0, 1), bh = beta.transpose(0, 1);
   const int64_t length = q.size(0);
   std::vector<at::Tensor> outputs;
+  // Autograd keeps the starting state for the backward, and final_state may be the very buffer
+  // it lives in (overwritten below): training starts from a copy.
+  const bool recorded = at::GradMode::is_enabled() && (q.requires_grad() || v.requires_grad());
+  at::Tensor state = recorded ? initial_state.clone() : initial_state;
   for (int64_t start = 0; start < length; start += chunk_size) {
     const int64_t c = std::min(chunk_size, length - start);
-    outputs.push_back(ChunkStep(qh.narrow(1, start, c), kh.narrow(1, start, c),
-                                vh.narrow(1, start, c), gh.narrow(1, start, c),
-                                bh.narrow(1, start, c), start == 0 ? initial_state : final_state,
-                                final_state));
+    ChunkResult chunk = ChunkStep(qh.narrow(1, start, c), kh.narrow(1, start, c),
+                                  vh.narrow(1, start, c), gh.narrow(1, start, c),
+                                  bh.narrow(1, start, c), state);
+    outputs.push_back(std::move(chunk.out));
+    state = std::move(chunk.next_state);
   }
+  final_state.copy_(state);
   return at::cat(outputs, 1).transpose(0, 1);  // [T, H, Dv]
 }
 

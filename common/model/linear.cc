@@ -20,8 +20,19 @@ at::Tensor ProjectComposition(const at::Tensor& x, const at::Tensor& weight) {
   return at::mv(weight, x.reshape({-1})).view(shape);
 }
 
+int64_t Linear::in_features() const {
+  if (quantized()) return int4_->cols();
+  return (fake_quant_ ? fake_quant_->weight() : weight_).size(1);
+}
+
+int64_t Linear::out_features() const {
+  if (quantized()) return int4_->rows();
+  return (fake_quant_ ? fake_quant_->weight() : weight_).size(0);
+}
+
 at::Tensor Linear::Forward(const at::Tensor& x) const {
   LinearInputTap::Observe(module_, x);
+  if (fake_quant_) return fake_quant_->Forward(x);
   if (!quantized()) return Project(x, weight_);
   // The loader admits W4A16 only for CPU models, so this holds for the model's inputs.
   TORCH_CHECK(x.device().is_cpu(), "W4A16 runs on the CPU kernel only for now; got ", x.device());

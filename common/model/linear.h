@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "common/model/fake_quant_linear.h"
 #include "common/quant/int4_kernel_weight.h"
 
 namespace specd::model {
@@ -19,8 +20,9 @@ at::Tensor Project(const at::Tensor& x, const at::Tensor& weight);
 // about three times the weight's bytes.
 at::Tensor ProjectComposition(const at::Tensor& x, const at::Tensor& weight);
 
-// Either dense (a weight tensor) or W4A16: INT4 codes run by the fused CPU kernel on float32
-// activations, never expanded to a dense weight. Copies share the quantized weight. The module
+// Dense (a weight tensor), W4A16 (INT4 codes run by the fused CPU kernel on float32
+// activations, never expanded to a dense weight), or fake-quant (a float weight trained on a
+// frozen INT4 grid, for QAD). Copies share the quantized weight. The module
 // name (e.g. "model.layers.0.mlp.up_proj") is what a LinearInputTap reports inputs under.
 class Linear {
  public:
@@ -29,19 +31,22 @@ class Linear {
       : module_(std::move(module)), weight_(std::move(weight)) {}
   Linear(std::string module, std::shared_ptr<const quant::Int4KernelWeight> int4)
       : module_(std::move(module)), int4_(std::move(int4)) {}
+  Linear(std::string module, std::shared_ptr<const FakeQuantLinear> fake_quant)
+      : module_(std::move(module)), fake_quant_(std::move(fake_quant)) {}
 
   at::Tensor Forward(const at::Tensor& x) const;  // [..., in] -> [..., out]
 
   bool quantized() const { return int4_ != nullptr; }
-  int64_t in_features() const { return quantized() ? int4_->cols() : weight_.size(1); }
-  int64_t out_features() const { return quantized() ? int4_->rows() : weight_.size(0); }
-  const at::Tensor& weight() const { return weight_; }  // undefined when quantized
+  int64_t in_features() const;
+  int64_t out_features() const;
+  const at::Tensor& weight() const { return weight_; }  // undefined unless dense
   const std::string& module() const { return module_; }
 
  private:
   std::string module_;
   at::Tensor weight_;
   std::shared_ptr<const quant::Int4KernelWeight> int4_;
+  std::shared_ptr<const FakeQuantLinear> fake_quant_;
 };
 
 }  // namespace specd::model

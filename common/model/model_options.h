@@ -10,6 +10,10 @@ struct ModelOptions {
   // Activations and projection weights; float32 on CPU by default, bfloat16 on CUDA. Norm
   // statistics, softmax and the Gated DeltaNet recurrent state are float32 whatever this says.
   c10::ScalarType dtype = c10::kFloat;
+  // Training: every weight is read into its own memory (never the mapped file) as a leaf that
+  // requires grad, and a W4A16 Linear becomes a FakeQuantLinear on its frozen grid (QAD). The
+  // loaded model lists them in parameters().
+  bool trainable = false;
 };
 
 }  // namespace specd::model

@@ -66,6 +66,7 @@ absl::StatusOr<Qwen35Model> Qwen35Model::Load(const io::Qwen35TextConfig& config
         model.norm_ =
             ZeroCentredRmsNorm(reader.Float32("norm.weight", {hidden}), config.rms_norm_eps);
         if (!reader.status().ok()) return reader.status();
+        model.parameters_ = reader.parameters();
         if (config.tie_word_embeddings) {
           model.lm_head_ = model.embed_tokens_;
         } else {
@@ -76,6 +77,8 @@ absl::StatusOr<Qwen35Model> Qwen35Model::Load(const io::Qwen35TextConfig& config
           WeightReader head_reader(checkpoint, "", options);
           model.lm_head_ = head_reader.Matrix("lm_head.weight", vocab, hidden);
           if (!head_reader.status().ok()) return head_reader.status();
+          model.parameters_.insert(model.parameters_.end(), head_reader.parameters().begin(),
+                                   head_reader.parameters().end());
         }
         const auto rotary_dim =
             static_cast<int64_t>(config.head_dim * config.partial_rotary_factor);

@@ -14,6 +14,7 @@
 #include "common/io/qwen35_config.h"
 #include "common/model/decoder_layer.h"
 #include "common/model/model_options.h"
+#include "common/model/named_parameter.h"
 #include "common/model/quantized_linears.h"
 #include "common/model/qwen35_cache.h"
 #include "common/model/rms_norm.h"
@@ -51,6 +52,8 @@ class Qwen35Model {
 
   const io::Qwen35TextConfig& config() const { return config_; }
   const ModelOptions& options() const { return options_; }
+  // The weights, when loaded with ModelOptions::trainable (a tied head is the embedding's).
+  const std::vector<NamedParameter>& parameters() const { return parameters_; }
 
   // A cache for sequences of up to `max_length` tokens.
   absl::StatusOr<Qwen35Cache> NewCache(int64_t max_length) const;
@@ -92,6 +95,7 @@ class Qwen35Model {
   ZeroCentredRmsNorm norm_;
   at::Tensor lm_head_;  // [vocab, hidden]; embed_tokens_ itself when tied
   RotaryEmbedding rotary_;
+  std::vector<NamedParameter> parameters_;
 };
 
 }  // namespace specd::model

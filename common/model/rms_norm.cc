@@ -15,11 +15,11 @@ at::Tensor NormalisedFloat32(const at::Tensor& x, double eps) {
 }  // namespace
 
 ZeroCentredRmsNorm::ZeroCentredRmsNorm(const at::Tensor& weight, double eps)
-    : scale_(weight.to(at::kFloat) + 1.0), eps_(eps) {}
+    : weight_(weight.to(at::kFloat)), eps_(eps) {}
 
 at::Tensor ZeroCentredRmsNorm::Forward(const at::Tensor& x) const {
   // Scaled in float32 before the cast back, as the reference does (not Llama's order).
-  return (NormalisedFloat32(x, eps_) * scale_).to(x.scalar_type());
+  return (NormalisedFloat32(x, eps_) * (weight_ + 1.0)).to(x.scalar_type());
 }
 
 GatedRmsNorm::GatedRmsNorm(at::Tensor weight, double eps) : weight_(std::move(weight)), eps_(eps) {}

@@ -14,7 +14,7 @@ class ZeroCentredRmsNorm {
   at::Tensor Forward(const at::Tensor& x) const;  // normalises the last dimension
 
  private:
-  at::Tensor scale_;  // 1 + w, float32
+  at::Tensor weight_;  // w, float32 (the parameter a trainer updates)
   double eps_ = 0;
 };
 

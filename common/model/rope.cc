@@ -13,8 +13,12 @@ RotaryEmbedding::RotaryEmbedding(int64_t rotary_dim, double theta, const ModelOp
 }
 
 RotaryAngles RotaryEmbedding::Angles(int64_t start, int64_t count) const {
-  const at::Tensor positions = at::arange(start, start + count, inv_freq_.options());
-  const at::Tensor freqs = at::outer(positions, inv_freq_);  // float32, as the reference
+  return Angles(at::arange(start, start + count, inv_freq_.options().dtype(at::kLong)));
+}
+
+RotaryAngles RotaryEmbedding::Angles(const at::Tensor& positions) const {
+  // float32 positions, as the reference's.
+  const at::Tensor freqs = at::outer(positions.to(inv_freq_.options()), inv_freq_);
   const at::Tensor emb = at::cat({freqs, freqs}, -1);
   return {emb.cos().to(dtype_), emb.sin().to(dtype_)};
 }

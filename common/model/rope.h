@@ -22,6 +22,8 @@ class RotaryEmbedding {
 
   // Angles for absolute positions [start, start + count), in the model dtype.
   RotaryAngles Angles(int64_t start, int64_t count) const;
+  // Angles for any absolute positions [T] (int64), e.g. blocks placed at training anchors.
+  RotaryAngles Angles(const at::Tensor& positions) const;
 
  private:
   at::Tensor inv_freq_;  // [rotary_dim / 2], float32

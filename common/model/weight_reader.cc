@@ -96,6 +96,17 @@ Linear WeightReader::Projection(std::string_view module, int64_t rows, int64_t c
                                       ", expected ", ShapeString(shape), " from config.json")),
                                   shape, options_.dtype));
   }
+  if (options_.trainable) {
+    absl::StatusOr<FakeQuantLinear> fake_quant = FakeQuantLinear::FromPacked(*packed);
+    if (!fake_quant.ok()) {
+      return Linear(full_name, Fail(absl::InvalidArgumentError(absl::StrCat(
+                                        full_name, ": ", fake_quant.status().message())),
+                                    shape, options_.dtype));
+    }
+    auto linear = std::make_shared<FakeQuantLinear>(*std::move(fake_quant));
+    parameters_.push_back({full_name + ".weight", linear->weight(), linear});
+    return Linear(full_name, std::shared_ptr<const FakeQuantLinear>(linear));
+  }
   absl::StatusOr<quant::Int4KernelWeight> kernel = quant::Int4KernelWeight::Prepare(*packed);
   if (!kernel.ok()) {
     return Linear(
@@ -132,7 +143,10 @@ at::Tensor WeightReader::Read(std::string_view name, const std::vector<int64_t>&
   }
   absl::StatusOr<at::Tensor> tensor = TensorFromView(**view, dtype, options_.device);
   if (!tensor.ok()) return Fail(tensor.status(), shape, dtype);
-  return *std::move(tensor);
+  if (!options_.trainable) return *std::move(tensor);
+  at::Tensor parameter = tensor->clone().requires_grad_();
+  parameters_.push_back({full_name, parameter, nullptr});
+  return parameter;
 }
 
 at::Tensor WeightReader::Fail(absl::Status status, const std::vector<int64_t>& shape,

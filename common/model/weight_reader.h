@@ -15,6 +15,7 @@
 #include "common/io/tensor_view.h"
 #include "common/model/linear.h"
 #include "common/model/model_options.h"
+#include "common/model/named_parameter.h"
 #include "common/model/quantized_linears.h"
 
 namespace specd::model {
@@ -44,6 +45,8 @@ class WeightReader {
   at::Tensor Float32(std::string_view name, const std::vector<int64_t>& shape);
 
   const absl::Status& status() const { return status_; }
+  // Every weight read so far, for a trainable model (ModelOptions::trainable); else empty.
+  const std::vector<NamedParameter>& parameters() const { return parameters_; }
 
  private:
   at::Tensor Read(std::string_view name, const std::vector<int64_t>& shape, c10::ScalarType dtype);
@@ -54,6 +57,7 @@ class WeightReader {
   ModelOptions options_;
   QuantizedLinears quantized_;
   absl::Status status_;
+  std::vector<NamedParameter> parameters_;
 };
 
 }  // namespace specd::model
