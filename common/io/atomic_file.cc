@@ -66,4 +66,16 @@ absl::Status AtomicFile::Commit() {
   return absl::OkStatus();
 }
 
+absl::Status WriteFileAtomically(const std::filesystem::path& path,
+                                 std::span<const std::byte> bytes) {
+  absl::StatusOr<AtomicFile> file = AtomicFile::Create(path);
+  if (!file.ok()) return file.status();
+  if (absl::Status status = file->Append(bytes); !status.ok()) return status;
+  return file->Commit();
+}
+
+absl::Status WriteFileAtomically(const std::filesystem::path& path, std::string_view text) {
+  return WriteFileAtomically(path, std::as_bytes(std::span(text.data(), text.size())));
+}
+
 }  // namespace specd::io

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <span>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -33,5 +34,10 @@ class AtomicFile {
   std::filesystem::path temporary_path_;
   int fd_;  // -1 once committed or moved from
 };
+
+// The whole content of a file in one AtomicFile.
+absl::Status WriteFileAtomically(const std::filesystem::path& path,
+                                 std::span<const std::byte> bytes);
+absl::Status WriteFileAtomically(const std::filesystem::path& path, std::string_view text);
 
 }  // namespace specd::io

@@ -43,14 +43,7 @@ absl::Status WriteShardIndex(const std::filesystem::path& path,
   const nlohmann::json index = {{"metadata", {{"total_size", total_size}}},
                                 {"weight_map", weight_map}};
   // Cannot throw: every name already went into a shard header, which rejects invalid UTF-8.
-  const std::string text = index.dump(2) + "\n";
-
-  absl::StatusOr<AtomicFile> file = AtomicFile::Create(path);
-  if (!file.ok()) return file.status();
-  if (absl::Status status = file->Append(std::as_bytes(std::span(text))); !status.ok()) {
-    return status;
-  }
-  return file->Commit();
+  return WriteFileAtomically(path, index.dump(2) + "\n");
 }
 
 absl::Status RemoveStaleCheckpointFiles(const std::filesystem::path& dir,

@@ -154,13 +154,7 @@ absl::Status WriteRandomDFlashDrafter(const std::filesystem::path& dir,
       !written.ok()) {
     return written;
   }
-  absl::StatusOr<io::AtomicFile> file = io::AtomicFile::Create(dir / "config.json");
-  if (!file.ok()) return file.status();
-  const std::string json = ConfigJson(config).dump(2) + "\n";
-  if (absl::Status status = file->Append(std::as_bytes(std::span(json))); !status.ok()) {
-    return status;
-  }
-  return file->Commit();
+  return io::WriteFileAtomically(dir / "config.json", ConfigJson(config).dump(2) + "\n");
 }
 
 }  // namespace specd::model

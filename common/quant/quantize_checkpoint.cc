@@ -73,15 +73,6 @@ std::string ShardFileName(size_t index, size_t count) {
   return absl::StrFormat("model-%05d-of-%05d.safetensors", index + 1, count);
 }
 
-absl::Status WriteTextFile(const std::filesystem::path& path, const std::string& text) {
-  absl::StatusOr<io::AtomicFile> file = io::AtomicFile::Create(path);
-  if (!file.ok()) return file.status();
-  if (absl::Status status = file->Append(std::as_bytes(std::span(text))); !status.ok()) {
-    return status;
-  }
-  return file->Commit();
-}
-
 // Which Linears `options` quantizes, decided by the config block it writes, as a loader would.
 absl::StatusOr<model::QuantizedLinears> QuantizedLinearsOf(const nlohmann::json& block) {
   absl::StatusOr<std::optional<io::QuantizationConfig>> parsed =
@@ -197,8 +188,10 @@ absl::Status WriteShardIndex(const std::filesystem::path& dir,
   }
   const nlohmann::json index = {{"metadata", {{"total_size", total_size}}},
                                 {"weight_map", weight_map}};
-  return WriteTextFile(dir / io::kShardIndexFileName, index.dump(2) + "\n");
+  return io::WriteFileAtomically(dir / io::kShardIndexFileName, index.dump(2) + "\n");
 }
+
+}  // namespace
 
 absl::Status PrepareOutputDir(const std::filesystem::path& dir) {
   std::error_code error;
@@ -214,7 +207,22 @@ absl::Status PrepareOutputDir(const std::filesystem::path& dir) {
   return absl::OkStatus();
 }
 
-}  // namespace
+absl::Status CopySideFiles(const std::filesystem::path& model_dir,
+                           const std::filesystem::path& out_dir) {
+  for (const char* name : kCopiedFiles) {
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(model_dir / name)) continue;
+    if (!std::filesystem::copy_file(model_dir / name, out_dir / name, error)) {
+      return absl::InternalError(
+          absl::StrCat("cannot copy ", name, " to ", out_dir.string(), ": ", error.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteConfigJson(const std::filesystem::path& dir, const nlohmann::json& config) {
+  return io::WriteFileAtomically(dir / "config.json", config.dump(2) + "\n");
+}
 
 std::vector<std::string> DefaultQuantizeIgnore() {
   return {"re:.*lm_head$",   "re:.*embed_tokens$", "re:.*in_proj_a$",
@@ -314,17 +322,10 @@ absl::Status QuantizeCheckpoint(const std::filesystem::path& model_dir,
     }
   }
 
-  for (const char* name : kCopiedFiles) {
-    std::error_code error;
-    if (!std::filesystem::is_regular_file(model_dir / name)) continue;
-    if (!std::filesystem::copy_file(model_dir / name, out_dir / name, error)) {
-      return absl::InternalError(
-          absl::StrCat("cannot copy ", name, " to ", out_dir.string(), ": ", error.message()));
-    }
-  }
+  if (absl::Status status = CopySideFiles(model_dir, out_dir); !status.ok()) return status;
   // Last, so that a directory whose config claims quantized weights has all of them.
   (*config)["quantization_config"] = block;
-  return WriteTextFile(out_dir / "config.json", config->dump(2) + "\n");
+  return WriteConfigJson(out_dir, *config);
 }
 
 }  // namespace specd::quant

@@ -52,6 +52,16 @@ using WeightOverrides = std::map<std::string, at::Tensor>;
 nlohmann::json CompressedTensorsConfig(const RtnOptions& rtn,
                                        const std::vector<std::string>& ignore);
 
+// Steps every writer of a quantized checkpoint takes (this one and gptq_checkpoint.h):
+// `dir` is created if missing and must be empty;
+absl::Status PrepareOutputDir(const std::filesystem::path& dir);
+// the tokenizer and generation files found beside the input weights are copied;
+absl::Status CopySideFiles(const std::filesystem::path& model_dir,
+                           const std::filesystem::path& out_dir);
+// and `config` is written as `dir`/config.json last, so that a directory whose config claims
+// quantized weights has all of them.
+absl::Status WriteConfigJson(const std::filesystem::path& dir, const nlohmann::json& config);
+
 // Writes the quantized checkpoint into `out_dir` (created if missing; it must be empty):
 // safetensors shards (and their index), config.json with CompressedTensorsConfig added, and the
 // tokenizer and generation files found beside the input. Refuses an input that already has a

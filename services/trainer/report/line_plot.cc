@@ -436,12 +436,7 @@ absl::Status WritePng(const LinePlot& plot, const std::filesystem::path& path) {
   if (absl::Status status = Render(plot, canvas); !status.ok()) return status;
   absl::StatusOr<std::vector<uint8_t>> png = EncodePng(canvas);
   if (!png.ok()) return png.status();
-  absl::StatusOr<io::AtomicFile> file = io::AtomicFile::Create(path);
-  if (!file.ok()) return file.status();
-  if (absl::Status status = file->Append(std::as_bytes(std::span(*png))); !status.ok()) {
-    return status;
-  }
-  return file->Commit();
+  return io::WriteFileAtomically(path, std::as_bytes(std::span(*png)));
 }
 
 }  // namespace specd::report

@@ -101,13 +101,7 @@ Json TokenizerConfigJson() {
 }
 
 absl::Status WriteJson(const std::filesystem::path& path, const Json& json) {
-  const std::string text = json.dump(2) + "\n";
-  absl::StatusOr<io::AtomicFile> file = io::AtomicFile::Create(path);
-  if (!file.ok()) return file.status();
-  if (absl::Status status = file->Append(std::as_bytes(std::span(text))); !status.ok()) {
-    return status;
-  }
-  return file->Commit();
+  return io::WriteFileAtomically(path, json.dump(2) + "\n");
 }
 
 }  // namespace

@@ -97,10 +97,7 @@ std::string Sha256Hex(std::span<const std::byte> bytes) {
 
 absl::StatusOr<Json> WriteShardFile(const std::filesystem::path& dir, const std::string& name,
                                     std::span<const std::byte> bytes) {
-  absl::StatusOr<io::AtomicFile> file = io::AtomicFile::Create(dir / name);
-  if (!file.ok()) return file.status();
-  if (absl::Status status = file->Append(bytes); !status.ok()) return status;
-  if (absl::Status status = file->Commit(); !status.ok()) return status;
+  if (absl::Status status = io::WriteFileAtomically(dir / name, bytes); !status.ok()) return status;
   return Json{{"file", name}, {"bytes", bytes.size()}, {"sha256", Sha256Hex(bytes)}};
 }
 
