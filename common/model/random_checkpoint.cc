@@ -70,7 +70,27 @@ std::vector<Spec> TextModelSpecs(const io::Qwen35TextConfig& c) {
   return specs;
 }
 
-at::Tensor RandomTensor(const Spec& spec, at::Generator& generator) {
+// What training from scratch starts from, as transformers initialises Qwen3.5: weights
+// normal(0, 0.02), every norm the identity, decay rates log-uniform in [1, 16], dt_bias 1.
+at::Tensor TrainingStartTensor(const Spec& spec, at::Generator& generator) {
+  switch (spec.init) {
+    case Init::kMatrix:
+    case Init::kEmbedding:
+    case Init::kConv:
+      return at::randn(spec.shape, generator, at::kFloat) * 0.02;
+    case Init::kZeroCentredNorm:
+      return at::zeros(spec.shape, at::kFloat);
+    case Init::kPlainNorm:
+    case Init::kDtBias:
+      return at::ones(spec.shape, at::kFloat);
+    case Init::kALog:
+      return at::log(at::rand(spec.shape, generator, at::kFloat) * 15.0 + 1.0);
+  }
+  return at::Tensor();
+}
+
+at::Tensor RandomTensor(const Spec& spec, at::Generator& generator, bool training_start) {
+  if (training_start) return TrainingStartTensor(spec, generator);
   const auto randn = [&] { return at::randn(spec.shape, generator, at::kFloat); };
   switch (spec.init) {
     case Init::kMatrix:
@@ -184,8 +204,9 @@ absl::Status WriteRandomQwen35Checkpoint(const std::filesystem::path& dir,
     at::Generator generator = at::detail::createCPUGenerator(options.seed);
     for (const Spec& spec : specs) {
       const bool bf16 = options.dtype == io::DType::kBF16 && spec.init != Init::kALog;
-      const at::Tensor t =
-          RandomTensor(spec, generator).to(bf16 ? at::kBFloat16 : at::kFloat).contiguous();
+      const at::Tensor t = RandomTensor(spec, generator, options.training_start)
+                               .to(bf16 ? at::kBFloat16 : at::kFloat)
+                               .contiguous();
       const std::string module = spec.name.substr(0, spec.name.rfind(".weight"));
       if (quantization->has_value() && spec.init == Init::kMatrix &&
           (*quantization)->linears.Contains(module)) {

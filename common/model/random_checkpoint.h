@@ -29,6 +29,9 @@ struct RandomCheckpointOptions {
   // CompressedTensorsConfig): the Linears it covers are written as their RTN-quantized INT4
   // (scales in `dtype`), never dense, and the block goes into config.json. Null: all dense.
   nlohmann::json quantization_config = nullptr;
+  // The values training from scratch starts from (transformers' initialisation), instead of
+  // the fixture-like ones that make a wrong formula show.
+  bool training_start = false;
 };
 
 // Writes config.json and the safetensors into `dir`, which must exist. Only the fields
