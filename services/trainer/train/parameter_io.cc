@@ -105,24 +105,33 @@ absl::Status ExportCheckpoint(std::span<const model::NamedParameter> parameters,
     }
     tensors.AddPacked(*packed, ModuleOf(parameter.name));
   }
+  // Written beside the target and renamed onto it, so an export replacing an earlier one (the
+  // best model so far) never leaves a mix of the two.
+  std::filesystem::path staging = out_dir;
+  staging += ".partial";
   std::error_code error;
-  std::filesystem::create_directories(out_dir, error);
+  std::filesystem::remove_all(staging, error);
+  std::filesystem::create_directories(staging, error);
   if (error) {
     return absl::InternalError(
-        absl::StrCat("cannot create ", out_dir.string(), ": ", error.message()));
+        absl::StrCat("cannot create ", staging.string(), ": ", error.message()));
   }
   if (absl::Status status =
-          io::WriteCheckpointTensors(out_dir, tensors.views(), kMaxShardBytes, {{"format", "pt"}});
+          io::WriteCheckpointTensors(staging, tensors.views(), kMaxShardBytes, {{"format", "pt"}});
       !status.ok()) {
     return status;
   }
-  if (absl::Status status = quant::CopySideFiles(source_dir, out_dir); !status.ok()) return status;
-  // config.json last: a directory with a config has all its weights.
-  std::filesystem::copy_file(source_dir / "config.json", out_dir / "config.json",
-                             std::filesystem::copy_options::overwrite_existing, error);
+  if (absl::Status status = quant::CopySideFiles(source_dir, staging); !status.ok()) return status;
+  std::filesystem::copy_file(source_dir / "config.json", staging / "config.json", error);
   if (error) {
-    return absl::InternalError(
-        absl::StrCat("cannot copy ", (source_dir / "config.json").string(), ": ", error.message()));
+    return absl::InternalError(absl::StrCat("cannot copy ", (source_dir / "config.json").string(),
+                                            ": ", error.message()));
+  }
+  std::filesystem::remove_all(out_dir, error);
+  if (!error) std::filesystem::rename(staging, out_dir, error);
+  if (error) {
+    return absl::InternalError(absl::StrCat("cannot move ", staging.string(), " to ",
+                                            out_dir.string(), ": ", error.message()));
   }
   return absl::OkStatus();
 }

@@ -192,7 +192,8 @@ absl::StatusOr<TrainingSummary> RunTraining(std::span<const model::NamedParamete
                    static_cast<long>(step), metrics["loss"]);
     }
     const double loss = metrics.contains("loss") ? metrics["loss"] : -static_cast<double>(step);
-    if (step > 0 && loss <= progress.best_loss) {
+    // The start counts: a run that never improves on it keeps the model it began with.
+    if (loss <= progress.best_loss) {
       progress.best_loss = loss;
       progress.best_validation = metrics;
       return hooks.export_model(best_dir);

@@ -1,0 +1,172 @@
+// GPTQ of a DFlash drafter calibrated through the serving path: a drafter trained briefly on a
+// tiny random target is written W4A16, loads as such and predicts the answers about as well as
+// the float drafter; a group size that does not fit a Linear is refused before any work.
+#include "services/trainer/train/gptq_drafter.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/io/checkpoint.h"
+#include "common/io/json_file.h"
+#include "common/model/random_checkpoint.h"
+#include "common/model/random_drafter.h"
+#include "common/text/tokenizer.h"
+#include "services/trainer/train/byte_tokenizer.h"
+#include "services/trainer/train/conversations.h"
+#include "services/trainer/train/drafter_training.h"
+#include "tests/support/odd_qwen35_shapes.h"
+#include "tests/support/temp_dir.h"
+
+namespace specd::train {
+namespace {
+
+using text::ChatRole;
+
+io::Qwen35TextConfig TinyTarget() {
+  io::Qwen35TextConfig config = specd::testing::OddQwen35Shapes();
+  config.vocab_size = kByteLevelVocabSize;
+  config.num_hidden_layers = 4;
+  config.layer_types = {io::LayerType::kLinearAttention, io::LayerType::kFullAttention,
+                        io::LayerType::kLinearAttention, io::LayerType::kFullAttention};
+  config.eos_token_ids = {kByteLevelImEndId};
+  return config;
+}
+
+std::vector<Conversation> AlphabetChats() {
+  const std::string alphabet = "abcdefghijklmnopqrstuvwxyz";
+  std::vector<Conversation> chats;
+  for (int i = 0; i < 16; ++i) {
+    std::string answer;
+    for (int j = 0; j < 80; ++j) answer += alphabet[(i * 5 + j) % 26];
+    chats.push_back(
+        {.messages = {{.role = ChatRole::kUser,
+                       .content = "Recite from letter " + std::to_string(i),
+                       .reasoning = std::nullopt},
+                      {.role = ChatRole::kAssistant, .content = answer, .reasoning = std::nullopt}},
+         .text = std::nullopt});
+  }
+  return chats;
+}
+
+class GptqDrafterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::filesystem::create_directories(target());
+    model::RandomCheckpointOptions checkpoint;
+    checkpoint.seed = 3;
+    ASSERT_TRUE(model::WriteRandomQwen35Checkpoint(target(), TinyTarget(), checkpoint).ok());
+    std::filesystem::create_directories(init());
+    ASSERT_TRUE(
+        model::WriteRandomDFlashDrafter(
+            init(), TinyTarget(),
+            {.num_layers = 1, .block_size = 8, .seed = 4, .mask_token_id = kByteLevelMaskId})
+            .ok());
+    ASSERT_TRUE(WriteByteLevelTokenizer(dir_.path() / "tokenizer").ok());
+    absl::StatusOr<text::Tokenizer> tokenizer =
+        text::Tokenizer::FromFile(dir_.path() / "tokenizer" / "tokenizer.json");
+    ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+    const absl::Status packed = Pack(AlphabetChats(), *tokenizer,
+                                     {.sequence_length = 128,
+                                      .validation_fraction = 0.25,
+                                      .seed = 1,
+                                      .flavor = text::ChatFlavor::kQwen3_5,
+                                      .sequences_per_shard = 4096,
+                                      .tokenizer_name = "bytes"},
+                                     data());
+    ASSERT_TRUE(packed.ok()) << packed;
+  }
+
+  // Group 16 divides every input width of the drafter (48, 80 and 96).
+  GptqDrafterOptions Options(const std::filesystem::path& drafter, int64_t group_size) const {
+    return {.target = target(),
+            .drafter = drafter,
+            .data = data(),
+            .out = dir_.path() / "gptq",
+            .sequences = 8,
+            .anchors_per_sequence = 8,
+            .gptq = {.group_size = group_size,
+                     .symmetric = true,
+                     .damp = 0.01,
+                     .act_order = false,
+                     .block_size = 128,
+                     .scale_dtype = io::DType::kBF16}};
+  }
+
+  std::filesystem::path target() const { return dir_.path() / "target"; }
+  std::filesystem::path init() const { return dir_.path() / "init"; }
+  std::filesystem::path data() const { return dir_.path() / "data"; }
+
+  specd::testing::TempDir dir_;
+};
+
+TEST_F(GptqDrafterTest, TheW4A16DrafterPredictsAboutAsWellAsTheFloatOne) {
+  const absl::StatusOr<DrafterMetrics> trained = TrainDrafter({.target = target(),
+                                                               .data = data(),
+                                                               .init = init(),
+                                                               .out = dir_.path() / "run",
+                                                               .anchors = 64,
+                                                               .gamma = 7.0,
+                                                               .steps = 30,
+                                                               .accumulation = 1,
+                                                               .lr = 3e-2,
+                                                               .warmup_ratio = 0.1,
+                                                               .clip = 1.0,
+                                                               .weight_decay = 0,
+                                                               .validate_every = 0,
+                                                               .save_every = 0,
+                                                               .validation_sequences = 0,
+                                                               .seed = 5});
+  ASSERT_TRUE(trained.ok()) << trained.status();
+  const std::filesystem::path dense = dir_.path() / "run" / "best";
+  const absl::Status quantized = RunGptqDrafter(Options(dense, 16));
+  ASSERT_TRUE(quantized.ok()) << quantized;
+
+  absl::StatusOr<nlohmann::json> config = io::ReadJsonFile(dir_.path() / "gptq" / "config.json");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->contains("quantization_config"));
+  absl::StatusOr<io::Checkpoint> checkpoint = io::Checkpoint::Open(dir_.path() / "gptq");
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  for (const std::string module : {"fc", "layers.0.self_attn.q_proj", "layers.0.mlp.down_proj"}) {
+    EXPECT_NE(checkpoint->Find(module + ".weight_packed"), nullptr) << module;
+    EXPECT_EQ(checkpoint->Find(module + ".weight"), nullptr) << module;
+  }
+
+  absl::StatusOr<model::Qwen35Model> model = model::Qwen35Model::Load(target());
+  ASSERT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<PackedDataset> dataset = PackedDataset::Open(data());
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  absl::StatusOr<model::DFlashDrafter> float_drafter = model::DFlashDrafter::Load(dense);
+  ASSERT_TRUE(float_drafter.ok()) << float_drafter.status();
+  absl::StatusOr<model::DFlashDrafter> int4_drafter =
+      model::DFlashDrafter::Load(dir_.path() / "gptq");
+  ASSERT_TRUE(int4_drafter.ok()) << int4_drafter.status();
+  const absl::StatusOr<DrafterMetrics> float_metrics =
+      EvaluateDrafter(*model, *float_drafter, *dataset, Split::kValidation, 0, 5, 32, 7.0);
+  ASSERT_TRUE(float_metrics.ok()) << float_metrics.status();
+  const absl::StatusOr<DrafterMetrics> int4_metrics =
+      EvaluateDrafter(*model, *int4_drafter, *dataset, Split::kValidation, 0, 5, 32, 7.0);
+  ASSERT_TRUE(int4_metrics.ok()) << int4_metrics.status();
+  std::printf(
+      "float drafter: accuracy %.3f, expected acceptance %.3f; W4A16 (GPTQ g16): "
+      "accuracy %.3f, expected acceptance %.3f\n",
+      float_metrics->accuracy, float_metrics->expected_acceptance, int4_metrics->accuracy,
+      int4_metrics->expected_acceptance);
+  EXPECT_GT(float_metrics->accuracy, 0.3);  // trained: there is something to lose
+  EXPECT_NEAR(int4_metrics->accuracy, float_metrics->accuracy, 0.05);
+  EXPECT_NEAR(int4_metrics->expected_acceptance, float_metrics->expected_acceptance, 0.25);
+}
+
+TEST_F(GptqDrafterTest, RefusesAGroupSizeThatDoesNotDivideALinearBeforeCalibrating) {
+  const absl::Status status = RunGptqDrafter(Options(init(), 32));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_NE(std::string(status.message()).find("does not divide"), std::string::npos) << status;
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() / "gptq"));
+}
+
+}  // namespace
+}  // namespace specd::train
