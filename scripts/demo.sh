@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The main job for now (./specd.sh demo): what specd can already do end to end. It reads the three
-# reference checkpoints beside the checkout (dense, W4A16, DFlash drafter) and takes a Qwen chat
-# turn through the tokenizer and back, decodes with the dense target alone, then decodes
-# speculatively: with the fixture's (random-weight, so rarely right) DFlash drafter and with the
-# oracle drafter (the target's own continuation, τ = block size), each giving the target's ids.
+# The main job (./specd.sh demo): serve a trained pair. The pipeline's output — an INT4 QAD target
+# and its GPTQ INT4 DFlash drafter, trained here from local text (`specd pipeline`) — answers a
+# chat turn speculatively and alone, with the same text; the `smoke` preset is trained first
+# when no pipeline output exists (SPECD_PIPELINE names another, e.g. a `tiny` one). Before that
+# it shows the pieces on the reference checkpoints beside the checkout (dense, W4A16, DFlash
+# drafter): the Qwen tokenizer and chat turn, target-only decoding, and speculative decoding with
+# the fixture's random-weight drafter and with the oracle drafter (τ = block size).
 set -euo pipefail
 specd="$1"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,3 +41,19 @@ echo "== specd generate --drafter oracle (the ceiling: every draft accepted)"
 echo "== the same target alone"
 "$specd" generate --model "$fixtures/qwen35-tiny-a-w4a16" --ids 5,17,42,99,7,256,3,18 \
   --max-new-tokens 24 --ignore-eos --format json
+
+pipeline="${SPECD_PIPELINE:-$root/.cache/pipeline-smoke}"
+if [[ ! -f "$pipeline/report.json" ]]; then
+  echo
+  echo "== specd pipeline --preset smoke (no trained pair in $pipeline yet: a few minutes)"
+  "$specd" pipeline --preset smoke --out "$pipeline" >/dev/null
+fi
+echo
+echo "== the trained pair ($pipeline/report.md)"
+cat "$pipeline/report.json"
+turn=$'<|im_start|>user\nContinue this Python code:\nimport os\n\ndef main():<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n'
+echo "== specd generate: the INT4 QAD target verifying its INT4 GPTQ drafter"
+"$specd" generate --model "$pipeline/qad/best" --drafter "$pipeline/drafter-gptq" --prompt "$turn" \
+  --max-new-tokens 96 --format json
+echo "== the same target alone (the same text, slower)"
+"$specd" generate --model "$pipeline/qad/best" --prompt "$turn" --max-new-tokens 96 --format json

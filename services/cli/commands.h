@@ -21,5 +21,6 @@ void AddInitModelBench(CLI::App& bench);  // bench init-model (init_model_bench.
 void AddSpecBench(CLI::App& bench);       // bench spec (spec_bench_command.cc)
 void AddDrafterCommands(CLI::App& app);   // drafter init (drafter_command.cc)
 void AddQuantizeCommand(CLI::App& app);   // quantize (quantize_command.cc)
+void AddTrainCommands(CLI::App& app);     // train, pipeline (train_command.cc)
 
 }  // namespace specd::cli

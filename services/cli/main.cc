@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   specd::cli::AddBenchCommands(app);
   specd::cli::AddDrafterCommands(app);
   specd::cli::AddQuantizeCommand(app);
+  specd::cli::AddTrainCommands(app);
   specd::model::ConfigureCpuThreads(0);  // a command's own --threads may still resize the pool
   CLI11_PARSE(app, argc, argv);
   return 0;

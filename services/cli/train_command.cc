@@ -1,0 +1,272 @@
+// specd train STAGE --config FILE.yaml: one training stage, every hyper-parameter a YAML key with
+// the paper's value as its default (research/dflash.md §4–§6); runs resume from their state.
+//   pack          conversations or texts (JSONL) → packed token shards with a loss mask
+//   regenerate    answers of a teacher to the prompts of a conversations JSONL
+//   pretrain      a Qwen3.5-architecture model from scratch on packed text
+//   qad           quantization-aware distillation of a W4A16 target from its dense teacher
+//   drafter       a DFlash drafter on a frozen target (stage 1 or 2: `init` says where from)
+//   gptq-drafter  GPTQ W4A16 of a drafter, calibrated through the target
+// specd pipeline --preset smoke|tiny --out DIR: all of them, then evaluation and a report.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/io/qwen35_config.h"
+#include "common/text/tokenizer.h"
+#include "nlohmann/json.hpp"
+#include "services/cli/commands.h"
+#include "services/cli/yaml_config.h"
+#include "services/trainer/train/conversations.h"
+#include "services/trainer/train/drafter_training.h"
+#include "services/trainer/train/gptq_drafter.h"
+#include "services/trainer/train/packed_dataset.h"
+#include "services/trainer/train/pipeline.h"
+#include "services/trainer/train/pretrain.h"
+#include "services/trainer/train/qad.h"
+#include "services/trainer/train/regenerate.h"
+
+namespace specd::cli {
+namespace {
+
+absl::Status RequireKeys(
+    std::initializer_list<std::pair<const char*, const std::filesystem::path*>> keys) {
+  for (const auto& [key, value] : keys) {
+    if (value->empty())
+      return absl::InvalidArgumentError(absl::StrCat("the config needs `", key, "`"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Pack(YamlConfig& config) {
+  std::filesystem::path input, tokenizer, out;
+  train::PackOptions options;
+  config.Read("input", input);
+  config.Read("tokenizer", tokenizer);
+  config.Read("out", out);
+  config.Read("sequence_length", options.sequence_length);
+  config.Read("validation_fraction", options.validation_fraction);
+  config.Read("seed", options.seed);
+  config.Read("sequences_per_shard", options.sequences_per_shard);
+  if (absl::Status status = config.Finish(); !status.ok()) return status;
+  if (absl::Status status =
+          RequireKeys({{"input", &input}, {"tokenizer", &tokenizer}, {"out", &out}});
+      !status.ok()) {
+    return status;
+  }
+  absl::StatusOr<std::vector<train::Conversation>> records = train::ReadConversations(input);
+  if (!records.ok()) return records.status();
+  absl::StatusOr<text::Tokenizer> loaded = text::Tokenizer::FromFile(tokenizer);
+  if (!loaded.ok()) return loaded.status();
+  options.tokenizer_name = tokenizer.string();
+  return train::Pack(*records, *loaded, options, out);
+}
+
+absl::Status Regenerate(YamlConfig& config) {
+  train::RegenerateOptions options;
+  config.Read("input", options.input);
+  config.Read("output", options.output);
+  config.Read("teacher", options.teacher);
+  config.Read("tokenizer", options.tokenizer);
+  config.Read("enable_thinking", options.enable_thinking);
+  config.Read("temperature", options.temperature);
+  config.Read("top_p", options.top_p);
+  config.Read("top_k", options.top_k);
+  config.Read("max_new_tokens", options.max_new_tokens);
+  config.Read("seed", options.seed);
+  config.Read("batch_size", options.batch_size);
+  if (absl::Status status = config.Finish(); !status.ok()) return status;
+  if (absl::Status status = RequireKeys(
+          {{"input", &options.input}, {"output", &options.output}, {"teacher", &options.teacher}});
+      !status.ok()) {
+    return status;
+  }
+  options.on_progress = [](int64_t done, int64_t total) {
+    std::fprintf(stderr, "\rregenerate: %ld/%ld conversations   ", static_cast<long>(done),
+                 static_cast<long>(total));
+    if (done == total) std::fputc('\n', stderr);
+  };
+  return train::Regenerate(options);
+}
+
+absl::Status Pretrain(YamlConfig& config) {
+  train::PretrainOptions options;
+  std::filesystem::path model_config;
+  config.Read("model_config", model_config);  // a Qwen3.5 text config.json: the architecture
+  config.Read("tokenizer", options.tokenizer);
+  config.Read("data", options.data);
+  config.Read("out", options.out);
+  config.Read("steps", options.steps);
+  config.Read("accumulation", options.accumulation);
+  config.Read("lr", options.lr);
+  config.Read("warmup_ratio", options.warmup_ratio);
+  config.Read("clip", options.clip);
+  config.Read("weight_decay", options.weight_decay);
+  config.Read("beta1", options.beta1);
+  config.Read("beta2", options.beta2);
+  config.Read("validate_every", options.validate_every);
+  config.Read("save_every", options.save_every);
+  config.Read("validation_sequences", options.validation_sequences);
+  config.Read("seed", options.seed);
+  if (absl::Status status = config.Finish(); !status.ok()) return status;
+  if (absl::Status status = RequireKeys({{"model_config", &model_config},
+                                         {"tokenizer", &options.tokenizer},
+                                         {"data", &options.data},
+                                         {"out", &options.out}});
+      !status.ok()) {
+    return status;
+  }
+  std::ifstream in(model_config);
+  const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) {
+    return absl::InvalidArgumentError(absl::StrCat(model_config.string(), " is not JSON"));
+  }
+  absl::StatusOr<io::Qwen35TextConfig> architecture = io::ParseQwen35TextConfig(json, "");
+  if (!architecture.ok()) return architecture.status();
+  options.model = *std::move(architecture);
+  absl::StatusOr<train::PretrainResult> result = train::RunPretrain(options);
+  if (!result.ok()) return result.status();
+  std::printf("{\"validation_loss\": %.6f, \"checkpoint\": \"%s\"}\n", result->validation_loss,
+              result->checkpoint.c_str());
+  return absl::OkStatus();
+}
+
+absl::Status Qad(YamlConfig& config) {
+  train::QadOptions options;
+  config.Read("teacher", options.teacher);
+  config.Read("student", options.student);
+  config.Read("data", options.data);
+  config.Read("out", options.out);
+  config.Read("steps", options.steps);
+  config.Read("effective_batch", options.effective_batch);
+  config.Read("lr", options.lr);
+  config.Read("warmup_ratio", options.warmup_ratio);
+  config.Read("clip", options.clip);
+  config.Read("beta1", options.beta1);
+  config.Read("beta2", options.beta2);
+  config.Read("eps", options.eps);
+  config.Read("weight_decay", options.weight_decay);
+  config.Read("validate_every", options.validate_every);
+  config.Read("save_every", options.save_every);
+  config.Read("validation_sequences", options.validation_sequences);
+  config.Read("seed", options.seed);
+  if (absl::Status status = config.Finish(); !status.ok()) return status;
+  if (absl::Status status = RequireKeys({{"teacher", &options.teacher},
+                                         {"student", &options.student},
+                                         {"data", &options.data},
+                                         {"out", &options.out}});
+      !status.ok()) {
+    return status;
+  }
+  absl::StatusOr<train::QadResult> result = train::RunQad(options);
+  if (!result.ok()) return result.status();
+  std::printf("{\"kl_before\": %.6f, \"kl_after\": %.6f, \"checkpoint\": \"%s\"}\n",
+              result->before.kl, result->after.kl, result->checkpoint.c_str());
+  return absl::OkStatus();
+}
+
+absl::Status Drafter(YamlConfig& config) {
+  train::DrafterTrainingOptions options;
+  config.Read("target", options.target);
+  config.Read("data", options.data);
+  config.Read("init", options.init);
+  config.Read("out", options.out);
+  config.Read("anchors", options.anchors);
+  config.Read("gamma", options.gamma);
+  config.Read("steps", options.steps);
+  config.Read("accumulation", options.accumulation);
+  config.Read("lr", options.lr);
+  config.Read("warmup_ratio", options.warmup_ratio);
+  config.Read("clip", options.clip);
+  config.Read("weight_decay", options.weight_decay);
+  config.Read("validate_every", options.validate_every);
+  config.Read("save_every", options.save_every);
+  config.Read("validation_sequences", options.validation_sequences);
+  config.Read("seed", options.seed);
+  if (absl::Status status = config.Finish(); !status.ok()) return status;
+  if (absl::Status status = RequireKeys({{"target", &options.target},
+                                         {"data", &options.data},
+                                         {"init", &options.init},
+                                         {"out", &options.out}});
+      !status.ok()) {
+    return status;
+  }
+  absl::StatusOr<train::DrafterMetrics> metrics = train::TrainDrafter(options);
+  if (!metrics.ok()) return metrics.status();
+  std::printf("{\"loss\": %.6f, \"accuracy\": %.4f, \"expected_acceptance\": %.4f}\n",
+              metrics->loss, metrics->accuracy, metrics->expected_acceptance);
+  return absl::OkStatus();
+}
+
+absl::Status GptqDrafter(YamlConfig& config) {
+  train::GptqDrafterOptions options;
+  config.Read("target", options.target);
+  config.Read("drafter", options.drafter);
+  config.Read("data", options.data);
+  config.Read("out", options.out);
+  config.Read("sequences", options.sequences);
+  config.Read("anchors_per_sequence", options.anchors_per_sequence);
+  config.Read("group_size", options.gptq.group_size);
+  config.Read("damp", options.gptq.damp);
+  config.Read("act_order", options.gptq.act_order);
+  if (absl::Status status = config.Finish(); !status.ok()) return status;
+  if (absl::Status status = RequireKeys({{"target", &options.target},
+                                         {"drafter", &options.drafter},
+                                         {"data", &options.data},
+                                         {"out", &options.out}});
+      !status.ok()) {
+    return status;
+  }
+  return train::RunGptqDrafter(options);
+}
+
+absl::Status Train(const std::string& stage, const std::string& config_file) {
+  const std::map<std::string, absl::Status (*)(YamlConfig&)> stages = {
+      {"pack", Pack}, {"regenerate", Regenerate}, {"pretrain", Pretrain},
+      {"qad", Qad},   {"drafter", Drafter},       {"gptq-drafter", GptqDrafter}};
+  const auto found = stages.find(stage);
+  if (found == stages.end()) {
+    std::vector<std::string> names;
+    for (const auto& [name, run] : stages) names.push_back(name);
+    return absl::InvalidArgumentError(
+        absl::StrCat("no stage \"", stage, "\"; stages: ", absl::StrJoin(names, ", ")));
+  }
+  absl::StatusOr<YamlConfig> config = YamlConfig::Load(config_file);
+  if (!config.ok()) return config.status();
+  return found->second(*config);
+}
+
+}  // namespace
+
+void AddTrainCommands(CLI::App& app) {
+  auto stage = std::make_shared<std::string>();
+  auto config = std::make_shared<std::string>();
+  CLI::App* train = app.add_subcommand("train", "run one training stage from a YAML config");
+  train->add_option("stage", *stage, "pack, regenerate, pretrain, qad, drafter or gptq-drafter")
+      ->required();
+  train->add_option("--config", *config, "the stage's YAML config")->required();
+  train->callback(
+      [train, stage, config] { RunOrExit(*train, [&] { return Train(*stage, *config); }); });
+
+  auto preset = std::make_shared<std::string>("smoke");
+  auto out = std::make_shared<std::string>();
+  CLI::App* pipeline = app.add_subcommand(
+      "pipeline", "pretrain → AWQ → QAD → regenerate → drafter stages 1, 2 → GPTQ → evaluate");
+  pipeline->add_option("--preset", *preset, "smoke (minutes) or tiny (≤ 30 minutes)");
+  pipeline->add_option("--out", *out, "the pipeline's directory (resumed if it exists)")
+      ->required();
+  pipeline->callback([pipeline, preset, out] {
+    RunOrExit(*pipeline, [&]() -> absl::Status {
+      absl::StatusOr<train::PipelinePreset> chosen = train::PipelinePresetNamed(*preset);
+      if (!chosen.ok()) return chosen.status();
+      absl::StatusOr<std::string> report = train::RunPipeline(*chosen, *out);
+      if (!report.ok()) return report.status();
+      std::cout << *report;
+      return absl::OkStatus();
+    });
+  });
+}
+
+}  // namespace specd::cli

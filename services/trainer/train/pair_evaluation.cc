@@ -1,0 +1,88 @@
+#include "services/trainer/train/pair_evaluation.h"
+
+#include <memory>
+
+#include "common/spec/drafter_factory.h"
+#include "common/spec/speculative_decoder.h"
+#include "common/spec/target_decoder.h"
+
+namespace specd::train {
+namespace {
+
+spec::GenerationRequest GreedyRequest(const std::vector<int64_t>& prompt,
+                                      const EvaluationOptions& options) {
+  spec::GenerationRequest request;
+  request.prompt = prompt;
+  request.stop.max_new_tokens = options.max_new_tokens;
+  request.stop.ignore_eos = true;
+  return request;
+}
+
+// Tokens over seconds, the first token (the prompt's forward) left out of both as in
+// GenerationTimings::decode_ms_per_token.
+struct Throughput {
+  double decode_ms = 0;
+  int64_t tokens = 0;
+  void Add(const spec::GenerationResult& result) {
+    const int64_t after_first = static_cast<int64_t>(result.ids.size()) - 1;
+    decode_ms += result.timings.decode_ms_per_token * static_cast<double>(after_first);
+    tokens += after_first;
+  }
+  double TokensPerSecond() const { return decode_ms > 0 ? 1e3 * tokens / decode_ms : 0; }
+};
+
+}  // namespace
+
+absl::StatusOr<SpeculativeEvaluation> EvaluateSpeculative(
+    const model::Qwen35Model& target, const std::filesystem::path& drafter,
+    const std::vector<std::vector<int64_t>>& prompts, const EvaluationOptions& options) {
+  absl::StatusOr<std::unique_ptr<spec::BlockDrafter>> block_drafter = spec::OpenBlockDrafter(
+      drafter.string(), target, {.block_size = 0, .window = options.window, .min_confidence = 0});
+  if (!block_drafter.ok()) return block_drafter.status();
+  spec::SpeculativeDecoder decoder(target, **block_drafter, nullptr);
+  spec::AcceptanceStats total;
+  Throughput throughput;
+  for (const std::vector<int64_t>& prompt : prompts) {
+    absl::StatusOr<spec::GenerationResult> result =
+        decoder.Generate(GreedyRequest(prompt, options));
+    if (!result.ok()) return result.status();
+    const spec::AcceptanceStats& stats = *result->acceptance;
+    total.acceptance_lengths.insert(total.acceptance_lengths.end(),
+                                    stats.acceptance_lengths.begin(),
+                                    stats.acceptance_lengths.end());
+    total.proposed_at.resize(std::max(total.proposed_at.size(), stats.proposed_at.size()));
+    total.accepted_at.resize(total.proposed_at.size());
+    for (size_t i = 0; i < stats.proposed_at.size(); ++i) {
+      total.proposed_at[i] += stats.proposed_at[i];
+      total.accepted_at[i] += stats.accepted_at[i];
+    }
+    throughput.Add(*result);
+  }
+  SpeculativeEvaluation evaluation{.tau = total.tau(),
+                                   .acceptance_by_position = {},
+                                   .tokens_per_s = throughput.TokensPerSecond(),
+                                   .tokens = throughput.tokens};
+  for (size_t i = 0; i < total.proposed_at.size(); ++i) {
+    evaluation.acceptance_by_position.push_back(total.proposed_at[i] > 0
+                                                    ? static_cast<double>(total.accepted_at[i]) /
+                                                          static_cast<double>(total.proposed_at[i])
+                                                    : 0.0);
+  }
+  return evaluation;
+}
+
+absl::StatusOr<double> EvaluatePlain(const model::Qwen35Model& target,
+                                     const std::vector<std::vector<int64_t>>& prompts,
+                                     const EvaluationOptions& options) {
+  spec::TargetDecoder decoder(target, nullptr);
+  Throughput throughput;
+  for (const std::vector<int64_t>& prompt : prompts) {
+    absl::StatusOr<spec::GenerationResult> result =
+        decoder.Generate(GreedyRequest(prompt, options));
+    if (!result.ok()) return result.status();
+    throughput.Add(*result);
+  }
+  return throughput.TokensPerSecond();
+}
+
+}  // namespace specd::train

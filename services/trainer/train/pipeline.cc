@@ -1,0 +1,707 @@
+#include "services/trainer/train/pipeline.h"
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/io/atomic_file.h"
+#include "common/model/qwen35_model.h"
+#include "common/model/qwen35_presets.h"
+#include "common/model/random_drafter.h"
+#include "common/quant/awq.h"
+#include "common/quant/quantize_checkpoint.h"
+#include "common/text/chat_template.h"
+#include "common/text/tokenizer.h"
+#include "nlohmann/json.hpp"
+#include "services/trainer/report/line_plot.h"
+#include "services/trainer/train/byte_tokenizer.h"
+#include "services/trainer/train/conversations.h"
+#include "services/trainer/train/drafter_training.h"
+#include "services/trainer/train/gptq_drafter.h"
+#include "services/trainer/train/local_corpus.h"
+#include "services/trainer/train/packed_dataset.h"
+#include "services/trainer/train/pair_evaluation.h"
+#include "services/trainer/train/pretrain.h"
+#include "services/trainer/train/qad.h"
+#include "services/trainer/train/regenerate.h"
+
+namespace specd::train {
+namespace {
+
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// Where each step writes, under the pipeline's directory.
+struct Layout {
+  explicit Layout(const std::filesystem::path& out) : out(out) {}
+  std::filesystem::path out;
+  std::filesystem::path tokenizer = out / "tokenizer";
+  std::filesystem::path data = out / "data";
+  std::filesystem::path prompts = data / "prompts.jsonl";
+  std::filesystem::path eval_prompts = data / "eval-prompts.jsonl";
+  std::filesystem::path calibration = data / "calibration.txt";
+  std::filesystem::path pretrain_data = data / "pretrain";
+  std::filesystem::path teacher_answers = data / "teacher-answers.jsonl";
+  std::filesystem::path teacher_chat = data / "teacher-chat";
+  std::filesystem::path qad_answers = data / "qad-answers.jsonl";
+  std::filesystem::path qad_chat = data / "qad-chat";
+  std::filesystem::path teacher_run = out / "teacher";
+  std::filesystem::path int4 = out / "int4-awq";
+  std::filesystem::path qad_run = out / "qad";
+  std::filesystem::path drafter_init = out / "drafter-init";
+  std::filesystem::path stage1_run = out / "drafter-stage1";
+  std::filesystem::path stage2_run = out / "drafter-stage2";
+  std::filesystem::path gptq = out / "drafter-gptq";
+  std::filesystem::path plots = out / "plots";
+  std::filesystem::path teacher() const { return teacher_run / "best"; }
+  std::filesystem::path qad() const { return qad_run / "best"; }
+  std::filesystem::path stage1() const { return stage1_run / "best"; }
+  std::filesystem::path stage2() const { return stage2_run / "best"; }
+};
+
+bool HasModel(const std::filesystem::path& dir) {
+  return std::filesystem::exists(dir / "config.json");
+}
+bool HasDataset(const std::filesystem::path& dir) {
+  return std::filesystem::exists(dir / "manifest.json");
+}
+
+// Times the pipeline's steps for the report and announces each.
+class Steps {
+ public:
+  template <typename Body>
+  absl::Status Run(const std::string& name, Body&& body) {
+    std::fprintf(stderr, "== pipeline: %s\n", name.c_str());
+    const Clock::time_point start = Clock::now();
+    absl::Status status = body();
+    seconds_[name] = std::chrono::duration<double>(Clock::now() - start).count();
+    if (!status.ok())
+      return absl::Status(status.code(), absl::StrCat(name, ": ", status.message()));
+    return absl::OkStatus();
+  }
+  Json ToJson() const { return Json(seconds_); }
+
+ private:
+  std::map<std::string, double> seconds_;
+};
+
+absl::Status PrepareData(const PipelinePreset& preset, const Layout& layout) {
+  if (!std::filesystem::exists(layout.tokenizer / "tokenizer.json")) {
+    if (absl::Status status = WriteByteLevelTokenizer(layout.tokenizer); !status.ok())
+      return status;
+  }
+  if (HasDataset(layout.pretrain_data) && std::filesystem::exists(layout.eval_prompts)) {
+    return absl::OkStatus();
+  }
+  const std::vector<CorpusSource> sources = DefaultCorpusSources();
+  absl::StatusOr<std::vector<Document>> documents = ReadCorpus(sources, preset.corpus_bytes);
+  if (!documents.ok()) return documents.status();
+  const std::vector<Conversation> conversations =
+      ConversationsFromDocuments(*documents, {.prompt_chars = preset.prompt_chars,
+                                              .response_chars = preset.response_chars,
+                                              .seed = preset.seed});
+  // Held-out conversations are the evaluation prompts: no stage trains on them.
+  const SplitIndices split = SplitRecords(static_cast<int64_t>(conversations.size()),
+                                          preset.validation_fraction, preset.seed);
+  std::vector<Conversation> train, held_out;
+  for (const int64_t i : split.train) train.push_back(conversations[i]);
+  for (const int64_t i : split.validation) held_out.push_back(conversations[i]);
+  if (static_cast<int64_t>(held_out.size()) < preset.eval_prompts) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the corpus gives ", held_out.size(), " held-out conversations; ",
+                     preset.eval_prompts, " evaluation prompts are asked for"));
+  }
+  held_out.resize(preset.eval_prompts);
+  // The teacher learns the text and the chat format together: documents plus the conversations'
+  // original answers (prompts that are answered again later stay out of its data).
+  std::vector<Conversation> pretrain_records;
+  for (const Document& document : *documents) {
+    pretrain_records.push_back({.messages = {}, .text = document.text});
+  }
+  const int64_t regenerated = std::min<int64_t>(preset.regenerate_conversations, train.size());
+  const std::vector<Conversation> prompts(train.begin(), train.begin() + regenerated);
+  pretrain_records.insert(pretrain_records.end(), train.begin() + regenerated, train.end());
+
+  absl::StatusOr<text::Tokenizer> tokenizer =
+      text::Tokenizer::FromFile(layout.tokenizer / "tokenizer.json");
+  if (!tokenizer.ok()) return tokenizer.status();
+  std::string calibration;
+  for (const Document& document : *documents) {
+    if (static_cast<int64_t>(calibration.size()) > preset.awq_samples * preset.sequence_length)
+      break;
+    absl::StrAppend(&calibration, document.text, "\n");
+  }
+  std::error_code error;
+  std::filesystem::create_directories(layout.data, error);
+  if (error) {
+    return absl::InternalError(
+        absl::StrCat("cannot create ", layout.data.string(), ": ", error.message()));
+  }
+  if (absl::Status status = io::WriteFileAtomically(layout.calibration, calibration);
+      !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = WriteConversations(layout.prompts, prompts); !status.ok())
+    return status;
+  if (absl::Status status = Pack(pretrain_records, *tokenizer,
+                                 {.sequence_length = preset.sequence_length,
+                                  .validation_fraction = preset.validation_fraction,
+                                  .seed = preset.seed,
+                                  .flavor = text::ChatFlavor::kQwen3_5,
+                                  .sequences_per_shard = 4096,
+                                  .tokenizer_name = "byte-level"},
+                                 layout.pretrain_data);
+      !status.ok()) {
+    return status;
+  }
+  return WriteConversations(layout.eval_prompts, held_out);  // last: marks the step done
+}
+
+absl::Status QuantizeWithAwq(const PipelinePreset& preset, const Layout& layout) {
+  if (HasModel(layout.int4)) return absl::OkStatus();
+  std::filesystem::remove_all(layout.int4);  // a partial earlier attempt
+  absl::StatusOr<std::vector<std::vector<int32_t>>> calibration = quant::ReadCalibrationText(
+      layout.calibration, layout.teacher(), preset.sequence_length, preset.awq_samples);
+  if (!calibration.ok()) return calibration.status();
+  const quant::RtnOptions rtn{
+      .group_size = preset.group_size, .symmetric = true, .scale_dtype = io::DType::kBF16};
+  quant::AwqOptions awq;
+  awq.rtn = rtn;
+  absl::StatusOr<quant::AwqResult> result =
+      quant::ComputeAwqOverrides(layout.teacher(), awq, *calibration);
+  if (!result.ok()) return result.status();
+  return quant::QuantizeCheckpoint(
+      layout.teacher(), layout.int4,
+      {.rtn = rtn, .ignore = quant::DefaultQuantizeIgnore(), .max_shard_bytes = uint64_t{2} << 30},
+      {}, &result->overrides);
+}
+
+// Answers the prompts with `teacher` and packs the conversations for training.
+absl::Status RegenerateAndPack(const PipelinePreset& preset, const Layout& layout,
+                               const std::filesystem::path& teacher,
+                               const std::filesystem::path& answers,
+                               const std::filesystem::path& packed) {
+  if (HasDataset(packed)) return absl::OkStatus();
+  if (absl::Status status =
+          Regenerate({.input = layout.prompts,
+                      .output = answers,
+                      .teacher = teacher,
+                      .tokenizer = layout.tokenizer / "tokenizer.json",
+                      .flavor = text::ChatFlavor::kQwen3_5,
+                      .enable_thinking = false,
+                      .temperature = preset.regenerate_temperature,
+                      .top_p = 1.0,
+                      .top_k = 0,
+                      .max_new_tokens = preset.regenerate_max_new_tokens,
+                      .seed = preset.seed,
+                      .batch_size = 8,
+                      .on_progress =
+                          [](int64_t done, int64_t total) {
+                            std::fprintf(stderr, "\rregenerate: %ld/%ld conversations   ",
+                                         static_cast<long>(done), static_cast<long>(total));
+                            if (done == total) std::fputc('\n', stderr);
+                          }});
+      !status.ok()) {
+    return status;
+  }
+  absl::StatusOr<std::vector<Conversation>> conversations = ReadConversations(answers);
+  if (!conversations.ok()) return conversations.status();
+  absl::StatusOr<text::Tokenizer> tokenizer =
+      text::Tokenizer::FromFile(layout.tokenizer / "tokenizer.json");
+  if (!tokenizer.ok()) return tokenizer.status();
+  return Pack(*conversations, *tokenizer,
+              {.sequence_length = preset.sequence_length,
+               .validation_fraction = preset.validation_fraction,
+               .seed = preset.seed,
+               .flavor = text::ChatFlavor::kQwen3_5,
+               .sequences_per_shard = 4096,
+               .tokenizer_name = "byte-level"},
+              packed);
+}
+
+absl::StatusOr<model::Qwen35Model> LoadServing(const std::filesystem::path& dir) {
+  return model::Qwen35Model::Load(dir);
+}
+
+// The held-out prompts as the engine receives them: rendered with the generation prompt
+// (thinking off, as the data was regenerated) and tokenized. `min_tokens` > 0 makes long
+// prompts by giving each the text of the following ones until it is that long.
+absl::StatusOr<std::vector<std::vector<int64_t>>> EvaluationPrompts(const Layout& layout,
+                                                                    int64_t min_tokens) {
+  absl::StatusOr<std::vector<Conversation>> conversations = ReadConversations(layout.eval_prompts);
+  if (!conversations.ok()) return conversations.status();
+  absl::StatusOr<text::Tokenizer> tokenizer =
+      text::Tokenizer::FromFile(layout.tokenizer / "tokenizer.json");
+  if (!tokenizer.ok()) return tokenizer.status();
+  const text::ChatTemplate chat(text::ChatFlavor::kQwen3_5);
+  std::vector<std::vector<int64_t>> prompts;
+  for (size_t i = 0; i < conversations->size(); ++i) {
+    text::ChatMessage user = (*conversations)[i].messages.front();
+    for (size_t j = i + 1; min_tokens > 0 && static_cast<int64_t>(user.content.size()) < min_tokens;
+         ++j) {
+      const Conversation& next = (*conversations)[j % conversations->size()];
+      absl::StrAppend(&user.content, "\n", next.messages.front().content, "\n",
+                      next.messages.back().content);
+    }
+    absl::StatusOr<std::string> rendered =
+        chat.Render(std::span(&user, 1), {.add_generation_prompt = true, .enable_thinking = false});
+    if (!rendered.ok()) return rendered.status();
+    absl::StatusOr<std::vector<text::TokenId>> ids = tokenizer->Encode(*rendered);
+    if (!ids.ok()) return ids.status();
+    prompts.emplace_back(ids->begin(), ids->end());
+  }
+  return prompts;
+}
+
+// The (step, value) series of one key of a run's metrics.jsonl, training or validation lines.
+report::Series MetricSeries(const std::filesystem::path& run, const std::string& name,
+                            bool validation) {
+  report::Series series{.name = name, .x = {}, .y = {}};
+  std::ifstream in(run / "metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const Json json = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (json.is_discarded()) continue;
+    const Json* values = validation ? (json.contains("validation") ? &json["validation"] : nullptr)
+                                    : (json.contains("validation") ? nullptr : &json);
+    if (values == nullptr || !values->contains("loss")) continue;
+    series.x.push_back(json["step"].get<double>());
+    series.y.push_back((*values)["loss"].get<double>());
+  }
+  return series;
+}
+
+absl::Status WritePlots(const Layout& layout, const Json& report) {
+  std::filesystem::create_directories(layout.plots);
+  const struct {
+    const char* file;
+    const char* title;
+    std::filesystem::path run;
+    const char* y_label;
+  } runs[] = {
+      {"pretrain.png", "Teacher pretraining", layout.teacher_run, "cross-entropy (nats/token)"},
+      {"qad.png", "QAD of the INT4 target", layout.qad_run, "KL(teacher || student) per token"},
+      {"drafter-stage1.png", "Drafter stage 1 (teacher)", layout.stage1_run, "weighted CE"},
+      {"drafter-stage2.png", "Drafter stage 2 (QAD target)", layout.stage2_run, "weighted CE"},
+  };
+  for (const auto& run : runs) {
+    report::LinePlot plot{.title = run.title,
+                          .x_label = "optimizer step",
+                          .y_label = run.y_label,
+                          .series = {MetricSeries(run.run, "train", false),
+                                     MetricSeries(run.run, "validation", true)},
+                          .log_y = false,
+                          .bars = false,
+                          .width = 800,
+                          .height = 480};
+    if (absl::Status status = report::WritePng(plot, layout.plots / run.file); !status.ok()) {
+      return status;
+    }
+  }
+  report::LinePlot acceptance{.title = "Acceptance per draft position (INT4 target, greedy)",
+                              .x_label = "block position",
+                              .y_label = "drafts accepted",
+                              .series = {},
+                              .log_y = false,
+                              .bars = true,
+                              .width = 800,
+                              .height = 480};
+  for (const char* key : {"stage1", "stage2", "gptq"}) {
+    report::Series series{.name = key, .x = {}, .y = {}};
+    const Json& rates = report["acceptance_by_position"][key];
+    for (size_t k = 0; k < rates.size(); ++k) {
+      series.x.push_back(static_cast<double>(k + 1));
+      series.y.push_back(rates[k].get<double>());
+    }
+    acceptance.series.push_back(series);
+  }
+  return report::WritePng(acceptance, layout.plots / "acceptance.png");
+}
+
+std::string Markdown(const PipelinePreset& preset, const Json& report) {
+  const auto number = [&](const char* key) {
+    return absl::StrFormat("%.4g", report[key].get<double>());
+  };
+  std::ostringstream md;
+  md << "# specd pipeline report — preset `" << preset.name << "`\n\n"
+     << "Reproduce: `specd pipeline --preset " << preset.name << " --out DIR`"
+     << " (the teacher is a " << report["teacher_parameters"].get<int64_t>()
+     << "-parameter Qwen3.5-architecture model pretrained here on local text).\n\n"
+     << "| metric | value |\n|---|---|\n";
+  for (const char* key :
+       {"teacher_val_loss", "kl_before_qad", "kl_after_qad", "tau_stage1", "tau_stage2", "tau_gptq",
+        "tau_long_full", "tau_long_swa", "tokens_per_s_plain", "tokens_per_s_spec"}) {
+    md << "| `" << key << "` | " << number(key) << " |\n";
+  }
+  md << "\nKL is KL(teacher ‖ INT4 target) per token on the validation split of the teacher's "
+        "regenerated data; τ is the mean acceptance length of greedy speculative decoding by "
+        "the engine on held-out prompts, always on the INT4 (QAD) target; the long prompts "
+        "are "
+     << preset.long_prompt_tokens << "+ tokens, the window " << preset.drafter_window
+     << ". Speeds are decode tokens per second of the same target on the same prompts, "
+        "measured side by side in one run.\n\n"
+     << "![pretraining](plots/pretrain.png)\n![QAD](plots/qad.png)\n"
+     << "![drafter stage 1](plots/drafter-stage1.png)\n![drafter stage "
+        "2](plots/drafter-stage2.png)\n"
+     << "![acceptance per position](plots/acceptance.png)\n\n"
+     << "Seconds per step: `" << report["seconds"].dump() << "`\n";
+  return md.str();
+}
+
+// A small Qwen3.5: the real layer pattern (three Gated DeltaNet layers, then gated attention),
+// head sizes scaled down with the width, the byte-level vocabulary and its end tokens.
+io::Qwen35TextConfig SmallQwen35(int64_t hidden, int64_t groups) {
+  io::Qwen35TextConfig config;
+  config.architecture = "Qwen3_5ForCausalLM";
+  config.model_type = "qwen3_5_text";
+  config.tensor_prefix = "model.";
+  config.vocab_size = kByteLevelVocabSize;
+  config.hidden_size = hidden;
+  config.intermediate_size = 3 * hidden;
+  config.num_hidden_layers = 4 * groups;
+  for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
+    config.layer_types.push_back(i % 4 == 3 ? io::LayerType::kFullAttention
+                                            : io::LayerType::kLinearAttention);
+  }
+  config.num_attention_heads = 4;
+  config.num_key_value_heads = 2;
+  config.head_dim = hidden / 4;
+  config.linear_num_key_heads = 2;
+  config.linear_num_value_heads = 4;
+  config.linear_key_head_dim = hidden / 4;
+  config.linear_value_head_dim = hidden / 4;
+  config.linear_conv_kernel_dim = 4;
+  config.rms_norm_eps = 1e-6;
+  config.rope_theta = 1e6;
+  config.partial_rotary_factor = 0.25;
+  config.max_position_embeddings = 32768;
+  config.tie_word_embeddings = true;
+  config.eos_token_ids = {kByteLevelImEndId, kByteLevelEndOfTextId};
+  return config;
+}
+
+}  // namespace
+
+std::vector<std::string> PipelinePresetNames() { return {"smoke", "tiny"}; }
+
+absl::StatusOr<PipelinePreset> PipelinePresetNamed(std::string_view name) {
+  PipelinePreset preset;
+  preset.name = std::string(name);
+  if (name == "smoke") {
+    preset.corpus_bytes = 600'000;
+    preset.prompt_chars = 96;
+    preset.response_chars = 96;
+    preset.sequence_length = 128;
+    preset.validation_fraction = 0.05;
+    preset.regenerate_conversations = 96;
+    preset.regenerate_max_new_tokens = 96;
+    preset.regenerate_temperature = 0;
+    preset.teacher = SmallQwen35(64, 1);
+    preset.pretrain_steps = 600;
+    preset.pretrain_accumulation = 2;
+    preset.pretrain_lr = 3e-3;
+    preset.group_size = 32;
+    preset.awq_samples = 8;
+    preset.qad_steps = 60;
+    preset.qad_effective_batch = 2;
+    preset.qad_lr = 1e-4;
+    preset.drafter_layers = 1;
+    preset.block_size = 8;
+    preset.anchors = 32;
+    preset.stage1_steps = 400;
+    preset.stage2_steps = 100;
+    preset.drafter_accumulation = 1;
+    preset.drafter_lr = 3e-3;
+    preset.gptq_sequences = 16;
+    preset.gptq_anchors = 8;
+    preset.drafter_group_size = 32;
+    preset.eval_prompts = 4;
+    preset.eval_new_tokens = 48;
+    preset.long_prompt_tokens = 512;
+    preset.drafter_window = 128;
+    preset.seed = 0;
+    return preset;
+  }
+  if (name == "tiny") {
+    preset.corpus_bytes = 3'000'000;
+    preset.prompt_chars = 192;
+    preset.response_chars = 192;
+    preset.sequence_length = 256;
+    preset.validation_fraction = 0.02;
+    preset.regenerate_conversations = 400;
+    preset.regenerate_max_new_tokens = 160;
+    preset.regenerate_temperature = 0;
+    preset.teacher = SmallQwen35(128, 2);
+    preset.pretrain_steps = 600;
+    preset.pretrain_accumulation = 4;
+    preset.pretrain_lr = 3e-3;
+    preset.group_size = 32;
+    preset.awq_samples = 32;
+    preset.qad_steps = 60;
+    preset.qad_effective_batch = 4;
+    preset.qad_lr = 2e-4;
+    preset.drafter_layers = 2;
+    preset.block_size = 8;
+    preset.anchors = 32;
+    preset.stage1_steps = 300;
+    preset.stage2_steps = 100;
+    preset.drafter_accumulation = 2;
+    preset.drafter_lr = 2e-3;
+    preset.gptq_sequences = 64;
+    preset.gptq_anchors = 16;
+    preset.drafter_group_size = 64;
+    preset.eval_prompts = 16;
+    preset.eval_new_tokens = 96;
+    preset.long_prompt_tokens = 1536;
+    preset.drafter_window = 256;
+    preset.seed = 0;
+    return preset;
+  }
+  return absl::NotFoundError(
+      absl::StrCat("no pipeline preset \"", std::string(name), "\"; there are smoke and tiny"));
+}
+
+absl::StatusOr<std::string> RunPipeline(const PipelinePreset& preset,
+                                        const std::filesystem::path& out) {
+  const Layout layout(out);
+  Steps steps;
+  Json report = {{"preset", preset.name}};
+  report["teacher_parameters"] = 0;
+  if (absl::Status status = steps.Run("data", [&] { return PrepareData(preset, layout); });
+      !status.ok()) {
+    return status;
+  }
+  io::Qwen35TextConfig teacher_config = preset.teacher;
+  teacher_config.vocab_size = kByteLevelVocabSize;
+  if (absl::Status status = steps.Run(
+          "pretrain",
+          [&]() -> absl::Status {
+            absl::StatusOr<PretrainResult> result =
+                RunPretrain({.model = teacher_config,
+                             .tokenizer = layout.tokenizer,
+                             .data = layout.pretrain_data,
+                             .out = layout.teacher_run,
+                             .steps = preset.pretrain_steps,
+                             .accumulation = preset.pretrain_accumulation,
+                             .lr = preset.pretrain_lr,
+                             .warmup_ratio = 0.03,
+                             .clip = 1.0,
+                             .weight_decay = 0.1,
+                             .beta1 = 0.9,
+                             .beta2 = 0.95,
+                             .validate_every = std::max<int64_t>(1, preset.pretrain_steps / 5),
+                             .save_every = std::max<int64_t>(1, preset.pretrain_steps / 5),
+                             .validation_sequences = 16,
+                             .seed = preset.seed});
+            if (!result.ok()) return result.status();
+            report["teacher_val_loss"] = result->validation_loss;
+            return absl::OkStatus();
+          });
+      !status.ok()) {
+    return status;
+  }
+  if (absl::Status status =
+          steps.Run("quantize (AWQ)", [&] { return QuantizeWithAwq(preset, layout); });
+      !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = steps.Run("regenerate (teacher)",
+                                      [&] {
+                                        return RegenerateAndPack(preset, layout, layout.teacher(),
+                                                                 layout.teacher_answers,
+                                                                 layout.teacher_chat);
+                                      });
+      !status.ok()) {
+    return status;
+  }
+  if (absl::Status status =
+          steps.Run("qad",
+                    [&]() -> absl::Status {
+                      absl::StatusOr<QadResult> result =
+                          RunQad({.teacher = layout.teacher(),
+                                  .student = layout.int4,
+                                  .data = layout.teacher_chat,
+                                  .out = layout.qad_run,
+                                  .steps = preset.qad_steps,
+                                  .effective_batch = preset.qad_effective_batch,
+                                  .lr = preset.qad_lr,
+                                  .warmup_ratio = 0.03,
+                                  .clip = 1.0,
+                                  .beta1 = 0.9,
+                                  .beta2 = 0.95,
+                                  .eps = 1e-8,
+                                  .weight_decay = 0,
+                                  .validate_every = std::max<int64_t>(1, preset.qad_steps / 5),
+                                  .save_every = std::max<int64_t>(1, preset.qad_steps / 5),
+                                  .validation_sequences = 16,
+                                  .seed = preset.seed});
+                      return result.status();
+                    });
+      !status.ok()) {
+    return status;
+  }
+  if (absl::Status status =
+          steps.Run("kl",
+                    [&]() -> absl::Status {
+                      absl::StatusOr<PackedDataset> data = PackedDataset::Open(layout.teacher_chat);
+                      if (!data.ok()) return data.status();
+                      absl::StatusOr<model::Qwen35Model> teacher = LoadServing(layout.teacher());
+                      if (!teacher.ok()) return teacher.status();
+                      for (const auto& [key, dir] : {std::pair{"kl_before_qad", layout.int4},
+                                                     std::pair{"kl_after_qad", layout.qad()}}) {
+                        absl::StatusOr<model::Qwen35Model> target = LoadServing(dir);
+                        if (!target.ok()) return target.status();
+                        absl::StatusOr<DistillationMetrics> metrics =
+                            MeasureDistillation(*teacher, *target, *data, Split::kValidation, 0);
+                        if (!metrics.ok()) return metrics.status();
+                        report[key] = metrics->kl;
+                      }
+                      report["teacher_parameters"] = model::Qwen35ParameterCount(teacher->config());
+                      return absl::OkStatus();
+                    });
+      !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = steps.Run("regenerate (QAD target)",
+                                      [&] {
+                                        return RegenerateAndPack(preset, layout, layout.qad(),
+                                                                 layout.qad_answers,
+                                                                 layout.qad_chat);
+                                      });
+      !status.ok()) {
+    return status;
+  }
+  const auto train_drafter = [&](const std::filesystem::path& target,
+                                 const std::filesystem::path& data,
+                                 const std::filesystem::path& init,
+                                 const std::filesystem::path& run, int64_t drafter_steps) {
+    return TrainDrafter({.target = target,
+                         .data = data,
+                         .init = init,
+                         .out = run,
+                         .anchors = preset.anchors,
+                         .gamma = 7.0,
+                         .steps = drafter_steps,
+                         .accumulation = preset.drafter_accumulation,
+                         .lr = preset.drafter_lr,
+                         .warmup_ratio = 0.04,
+                         .clip = 1.0,
+                         .weight_decay = 0,
+                         .validate_every = std::max<int64_t>(1, drafter_steps / 5),
+                         .save_every = std::max<int64_t>(1, drafter_steps / 5),
+                         .validation_sequences = 16,
+                         .seed = preset.seed})
+        .status();
+  };
+  if (absl::Status status = steps.Run("drafter stage 1",
+                                      [&]() -> absl::Status {
+                                        if (!HasModel(layout.drafter_init)) {
+                                          std::filesystem::create_directories(layout.drafter_init);
+                                          if (absl::Status status = model::WriteRandomDFlashDrafter(
+                                                  layout.drafter_init, teacher_config,
+                                                  {.num_layers = preset.drafter_layers,
+                                                   .block_size = preset.block_size,
+                                                   .seed = preset.seed,
+                                                   .mask_token_id = kByteLevelMaskId});
+                                              !status.ok()) {
+                                            return status;
+                                          }
+                                        }
+                                        return train_drafter(layout.teacher(), layout.teacher_chat,
+                                                             layout.drafter_init, layout.stage1_run,
+                                                             preset.stage1_steps);
+                                      });
+      !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = steps.Run("drafter stage 2",
+                                      [&] {
+                                        return train_drafter(layout.qad(), layout.qad_chat,
+                                                             layout.stage1(), layout.stage2_run,
+                                                             preset.stage2_steps);
+                                      });
+      !status.ok()) {
+    return status;
+  }
+  if (absl::Status status =
+          steps.Run("gptq drafter",
+                    [&]() -> absl::Status {
+                      if (HasModel(layout.gptq)) return absl::OkStatus();
+                      std::filesystem::remove_all(layout.gptq);
+                      return RunGptqDrafter({.target = layout.qad(),
+                                             .drafter = layout.stage2(),
+                                             .data = layout.qad_chat,
+                                             .out = layout.gptq,
+                                             .sequences = preset.gptq_sequences,
+                                             .anchors_per_sequence = preset.gptq_anchors,
+                                             .gptq = {.group_size = preset.drafter_group_size,
+                                                      .symmetric = true,
+                                                      .damp = 0.01,
+                                                      .act_order = false,
+                                                      .block_size = 128,
+                                                      .scale_dtype = io::DType::kBF16}});
+                    });
+      !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = steps.Run(
+          "evaluate",
+          [&]() -> absl::Status {
+            absl::StatusOr<model::Qwen35Model> target = LoadServing(layout.qad());
+            if (!target.ok()) return target.status();
+            absl::StatusOr<std::vector<std::vector<int64_t>>> prompts =
+                EvaluationPrompts(layout, 0);
+            if (!prompts.ok()) return prompts.status();
+            const EvaluationOptions options{.max_new_tokens = preset.eval_new_tokens, .window = 0};
+            for (const auto& [key, drafter] :
+                 {std::pair{"stage1", layout.stage1()}, std::pair{"stage2", layout.stage2()},
+                  std::pair{"gptq", layout.gptq}}) {
+              absl::StatusOr<SpeculativeEvaluation> evaluation =
+                  EvaluateSpeculative(*target, drafter, *prompts, options);
+              if (!evaluation.ok()) return evaluation.status();
+              report[absl::StrCat("tau_", key)] = evaluation->tau;
+              report["acceptance_by_position"][key] = evaluation->acceptance_by_position;
+              if (std::string(key) == "gptq")
+                report["tokens_per_s_spec"] = evaluation->tokens_per_s;
+            }
+            absl::StatusOr<double> plain = EvaluatePlain(*target, *prompts, options);
+            if (!plain.ok()) return plain.status();
+            report["tokens_per_s_plain"] = *plain;
+            report["speedup"] = report["tokens_per_s_spec"].get<double>() / *plain;
+
+            absl::StatusOr<std::vector<std::vector<int64_t>>> long_prompts =
+                EvaluationPrompts(layout, preset.long_prompt_tokens);
+            if (!long_prompts.ok()) return long_prompts.status();
+            long_prompts->resize(std::min<size_t>(long_prompts->size(), 4));
+            for (const auto& [key, window] : {std::pair{"tau_long_full", int64_t{0}},
+                                              std::pair{"tau_long_swa", preset.drafter_window}}) {
+              absl::StatusOr<SpeculativeEvaluation> evaluation =
+                  EvaluateSpeculative(*target, layout.gptq, *long_prompts,
+                                      {.max_new_tokens = preset.eval_new_tokens, .window = window});
+              if (!evaluation.ok()) return evaluation.status();
+              report[key] = evaluation->tau;
+            }
+            return absl::OkStatus();
+          });
+      !status.ok()) {
+    return status;
+  }
+  report["seconds"] = steps.ToJson();
+  if (absl::Status status = WritePlots(layout, report); !status.ok()) return status;
+  const std::string json = report.dump(2) + "\n";
+  if (absl::Status status = io::WriteFileAtomically(out / "report.json", json); !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = io::WriteFileAtomically(out / "report.md", Markdown(preset, report));
+      !status.ok()) {
+    return status;
+  }
+  return json;
+}
+
+}  // namespace specd::train

@@ -1,0 +1,57 @@
+#pragma once
+// Trains a small Qwen3.5-architecture model from scratch on packed text: the teacher of the
+// built-in pipeline presets, since no real weights can be downloaded here. Next-token
+// cross-entropy on the positions the loss mask keeps, 8-bit AdamW on a cosine schedule with
+// warmup, gradient clipping, validation keeping the best model (training_loop.h).
+#include <cstdint>
+#include <filesystem>
+
+#include "absl/status/statusor.h"
+#include "common/io/qwen35_config.h"
+#include "common/model/qwen35_model.h"
+#include "services/trainer/train/packed_dataset.h"
+
+namespace specd::train {
+
+struct PretrainOptions {
+  io::Qwen35TextConfig model;       // the architecture; its vocabulary covers the data's ids
+  std::filesystem::path tokenizer;  // a directory whose tokenizer files ship with the model
+  std::filesystem::path data;       // a packed dataset
+  std::filesystem::path out;        // the run directory; out/init the start, out/best the model
+  int64_t steps = 1000;
+  int64_t accumulation = 1;  // sequences per optimizer step
+  double lr = 3e-3;
+  double warmup_ratio = 0.03;
+  double clip = 1.0;
+  double weight_decay = 0.1;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  int64_t validate_every = 100;
+  int64_t save_every = 100;
+  int64_t validation_sequences = 0;  // 0: the whole validation split
+  uint64_t seed = 0;                 // initial weights and data order
+};
+
+struct PretrainResult {
+  double validation_loss = 0;  // of the best model, nats per token
+  std::filesystem::path checkpoint;
+};
+
+absl::StatusOr<PretrainResult> RunPretrain(const PretrainOptions& options);
+
+// The mean next-token cross-entropy of `model` over the loss-mask positions of the first
+// `max_sequences` sequences of `split` (0: all), in nats per token.
+absl::StatusOr<double> MeasureLanguageModelLoss(const model::Qwen35Model& model,
+                                                const PackedDataset& data, Split split,
+                                                int64_t max_sequences);
+
+// The summed cross-entropy and the number of positions counted for one sequence, with grad
+// when `model` is trainable and grad mode is on.
+struct SequenceLoss {
+  at::Tensor total;
+  int64_t tokens = 0;
+};
+absl::StatusOr<SequenceLoss> NextTokenLoss(const model::Qwen35Model& model,
+                                           const Sequence& sequence);
+
+}  // namespace specd::train
