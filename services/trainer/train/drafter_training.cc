@@ -264,66 +264,78 @@ absl::StatusOr<DrafterMetrics> EvaluateDrafter(const model::Qwen35Model& target,
   return metrics;
 }
 
+absl::StatusOr<DrafterWorkspace> LoadDrafterWorkspace(const std::filesystem::path& target_dir,
+                                                      const std::filesystem::path& drafter_dir,
+                                                      const std::filesystem::path& data_dir,
+                                                      bool trainable) {
+  absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(target_dir);
+  if (!target.ok()) return Annotate(target.status(), absl::StrCat("target ", target_dir.string()));
+  absl::StatusOr<model::DFlashDrafter> drafter = model::DFlashDrafter::Load(
+      drafter_dir, {.device = c10::kCPU, .dtype = c10::kFloat, .trainable = trainable});
+  if (!drafter.ok()) {
+    return Annotate(drafter.status(), absl::StrCat("drafter ", drafter_dir.string()));
+  }
+  if (absl::Status fits = drafter->CheckTarget(target->config()); !fits.ok()) {
+    return Annotate(
+        fits, absl::StrCat("drafter ", drafter_dir.string(), " for target ", target_dir.string()));
+  }
+  absl::StatusOr<PackedDataset> data = PackedDataset::Open(data_dir);
+  if (!data.ok()) return Annotate(data.status(), absl::StrCat("data ", data_dir.string()));
+  if (data->vocab_size() > target->config().vocab_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data ", data_dir.string(), " has a vocabulary of ", data->vocab_size(),
+                     ", more than the target's ", target->config().vocab_size));
+  }
+  return DrafterWorkspace{
+      .target = *std::move(target), .drafter = *std::move(drafter), .data = *std::move(data)};
+}
+
 absl::StatusOr<DrafterMetrics> TrainDrafter(const DrafterTrainingOptions& options) {
   if (options.steps <= 0 || options.anchors <= 0 || options.accumulation <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("drafter training needs steps, anchors and accumulation > 0, got ",
                      options.steps, ", ", options.anchors, " and ", options.accumulation));
   }
-  absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(options.target);
-  if (!target.ok()) {
-    return Annotate(target.status(), absl::StrCat("target ", options.target.string()));
-  }
-  absl::StatusOr<model::DFlashDrafter> drafter = model::DFlashDrafter::Load(
-      options.init, {.device = c10::kCPU, .dtype = c10::kFloat, .trainable = true});
-  if (!drafter.ok()) {
-    return Annotate(drafter.status(), absl::StrCat("drafter ", options.init.string()));
-  }
-  if (absl::Status fits = drafter->CheckTarget(target->config()); !fits.ok()) {
-    return Annotate(fits, absl::StrCat("drafter ", options.init.string(), " for target ",
-                                       options.target.string()));
-  }
-  absl::StatusOr<PackedDataset> data = PackedDataset::Open(options.data);
-  if (!data.ok()) return Annotate(data.status(), absl::StrCat("data ", options.data.string()));
-  if (data->vocab_size() > target->config().vocab_size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("data ", options.data.string(), " has a vocabulary of ", data->vocab_size(),
-                     ", more than the target's ", target->config().vocab_size));
-  }
-  if (data->size(Split::kTrain) == 0) {
+  absl::StatusOr<DrafterWorkspace> workspace =
+      LoadDrafterWorkspace(options.target, options.init, options.data, /*trainable=*/true);
+  if (!workspace.ok()) return workspace.status();
+  const model::Qwen35Model& target = workspace->target;
+  const model::DFlashDrafter& drafter = workspace->drafter;
+  const PackedDataset& data = workspace->data;
+  if (data.size(Split::kTrain) == 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("data ", options.data.string(), " has no training sequence"));
   }
-  const Split held_out = data->size(Split::kValidation) > 0 ? Split::kValidation : Split::kTrain;
+  const Split held_out = data.size(Split::kValidation) > 0 ? Split::kValidation : Split::kTrain;
   const auto evaluate = [&](const model::DFlashDrafter& model) {
-    return EvaluateDrafter(*target, model, *data, held_out, options.validation_sequences,
+    return EvaluateDrafter(target, model, data, held_out, options.validation_sequences,
                            options.seed, options.anchors, options.gamma);
   };
 
-  EpochOrder order(data->size(Split::kTrain), options.seed);
+  EpochOrder order(data.size(Split::kTrain), options.seed);
   const TrainingHooks hooks{
       .loss = [&](int64_t index) -> absl::StatusOr<MicroBatchLoss> {
-        const Sequence sequence = data->Get(Split::kTrain, order(index));
+        const Sequence sequence = data.Get(Split::kTrain, order(index));
         const std::vector<int64_t> anchors =
-            SampleAnchors(sequence.mask, drafter->config().block_size, options.anchors,
-                          options.seed, static_cast<uint64_t>(index));
+            SampleAnchors(sequence.mask, drafter.config().block_size, options.anchors, options.seed,
+                          static_cast<uint64_t>(index));
         if (anchors.empty())
-          return MicroBatchLoss{.loss = ZeroLoss(drafter->parameters()), .tokens = 0};
+          return MicroBatchLoss{.loss = ZeroLoss(drafter.parameters()), .tokens = 0};
         absl::StatusOr<DraftedSlots> slots =
-            DraftSlots(*target, *drafter, sequence, anchors, options.gamma);
+            DraftSlots(target, drafter, sequence, anchors, options.gamma);
         if (!slots.ok()) return Annotate(slots.status(), absl::StrCat("micro-batch ", index));
         return CatchTorchErrors("the drafter loss", [&]() -> absl::StatusOr<MicroBatchLoss> {
           return MicroBatchLoss{.loss = WeightedLoss(*slots), .tokens = slots->labels.size(0)};
         });
       },
       .validate = [&]() -> absl::StatusOr<Metrics> {
-        absl::StatusOr<DrafterMetrics> metrics = evaluate(*drafter);
+        absl::StatusOr<DrafterMetrics> metrics = evaluate(drafter);
         if (!metrics.ok()) return metrics.status();
         return ToLoopMetrics(*metrics);
       },
       .export_model =
           [&](const std::filesystem::path& dir) {
-            return ExportCheckpoint(drafter->parameters(), options.init, dir);
+            return ExportCheckpoint(drafter.parameters(), options.init, dir);
           },
   };
   const TrainingLoopOptions loop{.steps = options.steps,
@@ -340,7 +352,7 @@ absl::StatusOr<DrafterMetrics> TrainDrafter(const DrafterTrainingOptions& option
                                  .save_every = options.save_every,
                                  .dir = options.out,
                                  .name = "drafter"};
-  absl::StatusOr<TrainingSummary> summary = RunTraining(drafter->parameters(), loop, hooks);
+  absl::StatusOr<TrainingSummary> summary = RunTraining(drafter.parameters(), loop, hooks);
   if (!summary.ok()) return summary.status();
   absl::StatusOr<model::DFlashDrafter> best = model::DFlashDrafter::Load(summary->best_dir);
   if (!best.ok()) {

@@ -85,4 +85,17 @@ absl::StatusOr<DrafterMetrics> EvaluateDrafter(const model::Qwen35Model& target,
 // training split when it is empty). Returns the metrics of out/best on that split.
 absl::StatusOr<DrafterMetrics> TrainDrafter(const DrafterTrainingOptions& options);
 
+// What both drafter stages start from: the frozen target, the drafter (trainable or not) and the
+// data, loaded and checked to fit one another (the drafter made for this target, the data's ids
+// in its vocabulary).
+struct DrafterWorkspace {
+  model::Qwen35Model target;
+  model::DFlashDrafter drafter;
+  PackedDataset data;
+};
+absl::StatusOr<DrafterWorkspace> LoadDrafterWorkspace(const std::filesystem::path& target,
+                                                      const std::filesystem::path& drafter,
+                                                      const std::filesystem::path& data,
+                                                      bool trainable);
+
 }  // namespace specd::train

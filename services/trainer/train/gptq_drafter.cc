@@ -70,28 +70,15 @@ absl::Status RunGptqDrafter(const GptqDrafterOptions& options) {
   if (absl::Status fits = CheckGroupSize(options.drafter, options.gptq.group_size); !fits.ok()) {
     return Annotate(fits, absl::StrCat("drafter ", options.drafter.string()));
   }
-  absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(options.target);
-  if (!target.ok()) {
-    return Annotate(target.status(), absl::StrCat("target ", options.target.string()));
-  }
-  absl::StatusOr<model::DFlashDrafter> drafter = model::DFlashDrafter::Load(options.drafter);
-  if (!drafter.ok()) {
-    return Annotate(drafter.status(), absl::StrCat("drafter ", options.drafter.string()));
-  }
-  if (absl::Status fits = drafter->CheckTarget(target->config()); !fits.ok()) {
-    return Annotate(fits, absl::StrCat("drafter ", options.drafter.string(), " for target ",
-                                       options.target.string()));
-  }
-  absl::StatusOr<PackedDataset> data = PackedDataset::Open(options.data);
-  if (!data.ok()) return Annotate(data.status(), absl::StrCat("data ", options.data.string()));
-  if (data->vocab_size() > target->config().vocab_size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("data ", options.data.string(), " has a vocabulary of ", data->vocab_size(),
-                     ", more than the target's ", target->config().vocab_size));
-  }
+  absl::StatusOr<DrafterWorkspace> workspace =
+      LoadDrafterWorkspace(options.target, options.drafter, options.data, /*trainable=*/false);
+  if (!workspace.ok()) return workspace.status();
+  const model::Qwen35Model& target = workspace->target;
+  const model::DFlashDrafter& drafter = workspace->drafter;
+  const PackedDataset& data = workspace->data;
 
   at::NoGradGuard no_grad;
-  absl::StatusOr<model::DFlashCache> cache = drafter->NewCache(data->sequence_length());
+  absl::StatusOr<model::DFlashCache> cache = drafter.NewCache(data.sequence_length());
   if (!cache.ok()) return cache.status();
   std::map<std::string, quant::HessianAccumulator> accumulators;
   absl::Status observed;
@@ -102,32 +89,32 @@ absl::Status RunGptqDrafter(const GptqDrafterOptions& options) {
     if (!observed.ok()) observed = Annotate(observed, module);
   };
 
-  const int64_t block_size = drafter->config().block_size;
-  const int64_t available = data->size(Split::kTrain);
+  const int64_t block_size = drafter.config().block_size;
+  const int64_t available = data.size(Split::kTrain);
   const int64_t sequences = std::min(options.sequences, available);
   int64_t calibrated = 0;
   for (int64_t i = 0; i < sequences; ++i) {
     const int64_t index = i * available / sequences;
-    const Sequence sequence = data->Get(Split::kTrain, index);
+    const Sequence sequence = data.Get(Split::kTrain, index);
     const std::vector<int64_t> anchors =
         EvenAnchors(sequence.mask, block_size, options.anchors_per_sequence);
     if (anchors.empty()) continue;
-    absl::StatusOr<at::Tensor> context = TargetContextFeatures(*target, *drafter, sequence.ids);
+    absl::StatusOr<at::Tensor> context = TargetContextFeatures(target, drafter, sequence.ids);
     if (!context.ok()) return Annotate(context.status(), absl::StrCat("sequence ", index));
     const absl::Status drafted = [&]() -> absl::Status {
       try {
         const at::Tensor ids = sequence.ids.to(at::kLong);
-        at::Tensor block = at::full({block_size}, drafter->config().mask_token_id, at::kLong);
+        at::Tensor block = at::full({block_size}, drafter.config().mask_token_id, at::kLong);
         cache->Reset();
         model::LinearInputTap tap(observe);
         for (const int64_t anchor : anchors) {
           const at::Tensor rows = context->narrow(0, cache->length(), anchor - cache->length());
-          if (absl::Status status = drafter->AppendContext(rows, *cache); !status.ok()) {
+          if (absl::Status status = drafter.AppendContext(rows, *cache); !status.ok()) {
             return status;
           }
           block.narrow(0, 0, 1).copy_(ids.narrow(0, anchor, 1));
-          const at::Tensor embeddings = target->Embed(block.to(target->options().device));
-          if (absl::StatusOr<at::Tensor> draft = drafter->DraftBlock(embeddings, *cache);
+          const at::Tensor embeddings = target.Embed(block.to(target.options().device));
+          if (absl::StatusOr<at::Tensor> draft = drafter.DraftBlock(embeddings, *cache);
               !draft.ok()) {
             return draft.status();
           }

@@ -17,80 +17,14 @@
 #include "common/text/tokenizer.h"
 #include "services/trainer/train/byte_tokenizer.h"
 #include "services/trainer/train/conversations.h"
-#include "tests/support/odd_qwen35_shapes.h"
-#include "tests/support/temp_dir.h"
+#include "tests/unit/services/trainer/drafter_fixture.h"
 
 namespace specd::train {
 namespace {
 
-using text::ChatRole;
+using testing::kBlockSize;
 
-constexpr int64_t kBlockSize = 8;
-
-// A 4-layer target over the byte-level vocabulary (its last id is the drafter's MASK).
-io::Qwen35TextConfig TinyTarget() {
-  io::Qwen35TextConfig config = specd::testing::OddQwen35Shapes();
-  config.vocab_size = kByteLevelVocabSize;
-  config.num_hidden_layers = 4;
-  config.layer_types = {io::LayerType::kLinearAttention, io::LayerType::kFullAttention,
-                        io::LayerType::kLinearAttention, io::LayerType::kFullAttention};
-  config.eos_token_ids = {kByteLevelImEndId};
-  return config;
-}
-
-// Chats whose answers run through the alphabet from a letter that varies: each next token
-// follows from the one before, so a drafter learns them fast.
-std::vector<Conversation> AlphabetChats() {
-  const std::string alphabet = "abcdefghijklmnopqrstuvwxyz";
-  std::vector<Conversation> chats;
-  for (int i = 0; i < 16; ++i) {
-    std::string answer;
-    for (int j = 0; j < 80; ++j) answer += alphabet[(i * 5 + j) % 26];
-    chats.push_back(
-        {.messages = {{.role = ChatRole::kUser,
-                       .content = "Recite from letter " + std::to_string(i),
-                       .reasoning = std::nullopt},
-                      {.role = ChatRole::kAssistant, .content = answer, .reasoning = std::nullopt}},
-         .text = std::nullopt});
-  }
-  return chats;
-}
-
-class DrafterTrainingTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::filesystem::create_directories(target());
-    model::RandomCheckpointOptions checkpoint;
-    checkpoint.seed = 3;
-    ASSERT_TRUE(model::WriteRandomQwen35Checkpoint(target(), TinyTarget(), checkpoint).ok());
-    std::filesystem::create_directories(init());
-    ASSERT_TRUE(model::WriteRandomDFlashDrafter(init(), TinyTarget(),
-                                                {.num_layers = 1,
-                                                 .block_size = kBlockSize,
-                                                 .seed = 4,
-                                                 .mask_token_id = kByteLevelMaskId})
-                    .ok());
-    ASSERT_TRUE(WriteByteLevelTokenizer(dir_.path() / "tokenizer").ok());
-    absl::StatusOr<text::Tokenizer> tokenizer =
-        text::Tokenizer::FromFile(dir_.path() / "tokenizer" / "tokenizer.json");
-    ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
-    const absl::Status packed = Pack(AlphabetChats(), *tokenizer,
-                                     {.sequence_length = 128,
-                                      .validation_fraction = 0.25,
-                                      .seed = 1,
-                                      .flavor = text::ChatFlavor::kQwen3_5,
-                                      .sequences_per_shard = 4096,
-                                      .tokenizer_name = "bytes"},
-                                     data());
-    ASSERT_TRUE(packed.ok()) << packed;
-  }
-
-  std::filesystem::path target() const { return dir_.path() / "target"; }
-  std::filesystem::path init() const { return dir_.path() / "init"; }
-  std::filesystem::path data() const { return dir_.path() / "data"; }
-
-  specd::testing::TempDir dir_;
-};
+using DrafterTrainingTest = testing::DrafterFixture;
 
 TEST(DFlashSlotWeightTest, DecaysFromOneAfterTheAnchor) {
   EXPECT_EQ(DFlashSlotWeight(0, 7.0), 0.0);
@@ -186,7 +120,7 @@ TEST_F(DrafterTrainingTest, AShortRunLearnsTheAnswers) {
 }
 
 TEST_F(DrafterTrainingTest, RefusesADrafterMadeForAnotherTarget) {
-  io::Qwen35TextConfig other = TinyTarget();
+  io::Qwen35TextConfig other = testing::TinyTarget();
   other.num_hidden_layers = 2;
   other.layer_types = {io::LayerType::kLinearAttention, io::LayerType::kFullAttention};
   const std::filesystem::path mismatched = dir_.path() / "mismatched";

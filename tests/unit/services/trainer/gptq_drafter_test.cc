@@ -19,68 +19,13 @@
 #include "services/trainer/train/byte_tokenizer.h"
 #include "services/trainer/train/conversations.h"
 #include "services/trainer/train/drafter_training.h"
-#include "tests/support/odd_qwen35_shapes.h"
-#include "tests/support/temp_dir.h"
+#include "tests/unit/services/trainer/drafter_fixture.h"
 
 namespace specd::train {
 namespace {
 
-using text::ChatRole;
-
-io::Qwen35TextConfig TinyTarget() {
-  io::Qwen35TextConfig config = specd::testing::OddQwen35Shapes();
-  config.vocab_size = kByteLevelVocabSize;
-  config.num_hidden_layers = 4;
-  config.layer_types = {io::LayerType::kLinearAttention, io::LayerType::kFullAttention,
-                        io::LayerType::kLinearAttention, io::LayerType::kFullAttention};
-  config.eos_token_ids = {kByteLevelImEndId};
-  return config;
-}
-
-std::vector<Conversation> AlphabetChats() {
-  const std::string alphabet = "abcdefghijklmnopqrstuvwxyz";
-  std::vector<Conversation> chats;
-  for (int i = 0; i < 16; ++i) {
-    std::string answer;
-    for (int j = 0; j < 80; ++j) answer += alphabet[(i * 5 + j) % 26];
-    chats.push_back(
-        {.messages = {{.role = ChatRole::kUser,
-                       .content = "Recite from letter " + std::to_string(i),
-                       .reasoning = std::nullopt},
-                      {.role = ChatRole::kAssistant, .content = answer, .reasoning = std::nullopt}},
-         .text = std::nullopt});
-  }
-  return chats;
-}
-
-class GptqDrafterTest : public ::testing::Test {
+class GptqDrafterTest : public testing::DrafterFixture {
  protected:
-  void SetUp() override {
-    std::filesystem::create_directories(target());
-    model::RandomCheckpointOptions checkpoint;
-    checkpoint.seed = 3;
-    ASSERT_TRUE(model::WriteRandomQwen35Checkpoint(target(), TinyTarget(), checkpoint).ok());
-    std::filesystem::create_directories(init());
-    ASSERT_TRUE(
-        model::WriteRandomDFlashDrafter(
-            init(), TinyTarget(),
-            {.num_layers = 1, .block_size = 8, .seed = 4, .mask_token_id = kByteLevelMaskId})
-            .ok());
-    ASSERT_TRUE(WriteByteLevelTokenizer(dir_.path() / "tokenizer").ok());
-    absl::StatusOr<text::Tokenizer> tokenizer =
-        text::Tokenizer::FromFile(dir_.path() / "tokenizer" / "tokenizer.json");
-    ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
-    const absl::Status packed = Pack(AlphabetChats(), *tokenizer,
-                                     {.sequence_length = 128,
-                                      .validation_fraction = 0.25,
-                                      .seed = 1,
-                                      .flavor = text::ChatFlavor::kQwen3_5,
-                                      .sequences_per_shard = 4096,
-                                      .tokenizer_name = "bytes"},
-                                     data());
-    ASSERT_TRUE(packed.ok()) << packed;
-  }
-
   // Group 16 divides every input width of the drafter (48, 80 and 96).
   GptqDrafterOptions Options(const std::filesystem::path& drafter, int64_t group_size) const {
     return {.target = target(),
@@ -96,12 +41,6 @@ class GptqDrafterTest : public ::testing::Test {
                      .block_size = 128,
                      .scale_dtype = io::DType::kBF16}};
   }
-
-  std::filesystem::path target() const { return dir_.path() / "target"; }
-  std::filesystem::path init() const { return dir_.path() / "init"; }
-  std::filesystem::path data() const { return dir_.path() / "data"; }
-
-  specd::testing::TempDir dir_;
 };
 
 TEST_F(GptqDrafterTest, TheW4A16DrafterPredictsAboutAsWellAsTheFloatOne) {
