@@ -40,7 +40,7 @@ absl::Status RequireKeys(
   return absl::OkStatus();
 }
 
-absl::Status Pack(YamlConfig& config) {
+absl::Status Pack(YamlConfig& config, bool dry_run) {
   std::filesystem::path input, tokenizer, out;
   train::PackOptions options;
   config.Read("input", input);
@@ -56,6 +56,7 @@ absl::Status Pack(YamlConfig& config) {
       !status.ok()) {
     return status;
   }
+  if (dry_run) return absl::OkStatus();
   absl::StatusOr<std::vector<train::Conversation>> records = train::ReadConversations(input);
   if (!records.ok()) return records.status();
   absl::StatusOr<text::Tokenizer> loaded = text::Tokenizer::FromFile(tokenizer);
@@ -64,7 +65,7 @@ absl::Status Pack(YamlConfig& config) {
   return train::Pack(*records, *loaded, options, out);
 }
 
-absl::Status Regenerate(YamlConfig& config) {
+absl::Status Regenerate(YamlConfig& config, bool dry_run) {
   train::RegenerateOptions options;
   config.Read("input", options.input);
   config.Read("output", options.output);
@@ -83,15 +84,12 @@ absl::Status Regenerate(YamlConfig& config) {
       !status.ok()) {
     return status;
   }
-  options.on_progress = [](int64_t done, int64_t total) {
-    std::fprintf(stderr, "\rregenerate: %ld/%ld conversations   ", static_cast<long>(done),
-                 static_cast<long>(total));
-    if (done == total) std::fputc('\n', stderr);
-  };
+  if (dry_run) return absl::OkStatus();
+  options.on_progress = train::PrintRegenerateProgress;
   return train::Regenerate(options);
 }
 
-absl::Status Pretrain(YamlConfig& config) {
+absl::Status Pretrain(YamlConfig& config, bool dry_run) {
   train::PretrainOptions options;
   std::filesystem::path model_config;
   config.Read("model_config", model_config);  // a Qwen3.5 text config.json: the architecture
@@ -118,6 +116,7 @@ absl::Status Pretrain(YamlConfig& config) {
       !status.ok()) {
     return status;
   }
+  if (dry_run) return absl::OkStatus();
   std::ifstream in(model_config);
   const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded()) {
@@ -133,7 +132,7 @@ absl::Status Pretrain(YamlConfig& config) {
   return absl::OkStatus();
 }
 
-absl::Status Qad(YamlConfig& config) {
+absl::Status Qad(YamlConfig& config, bool dry_run) {
   train::QadOptions options;
   config.Read("teacher", options.teacher);
   config.Read("student", options.student);
@@ -160,6 +159,7 @@ absl::Status Qad(YamlConfig& config) {
       !status.ok()) {
     return status;
   }
+  if (dry_run) return absl::OkStatus();
   absl::StatusOr<train::QadResult> result = train::RunQad(options);
   if (!result.ok()) return result.status();
   std::printf("{\"kl_before\": %.6f, \"kl_after\": %.6f, \"checkpoint\": \"%s\"}\n",
@@ -167,7 +167,7 @@ absl::Status Qad(YamlConfig& config) {
   return absl::OkStatus();
 }
 
-absl::Status Drafter(YamlConfig& config) {
+absl::Status Drafter(YamlConfig& config, bool dry_run) {
   train::DrafterTrainingOptions options;
   config.Read("target", options.target);
   config.Read("data", options.data);
@@ -193,6 +193,7 @@ absl::Status Drafter(YamlConfig& config) {
       !status.ok()) {
     return status;
   }
+  if (dry_run) return absl::OkStatus();
   absl::StatusOr<train::DrafterMetrics> metrics = train::TrainDrafter(options);
   if (!metrics.ok()) return metrics.status();
   std::printf("{\"loss\": %.6f, \"accuracy\": %.4f, \"expected_acceptance\": %.4f}\n",
@@ -200,7 +201,7 @@ absl::Status Drafter(YamlConfig& config) {
   return absl::OkStatus();
 }
 
-absl::Status GptqDrafter(YamlConfig& config) {
+absl::Status GptqDrafter(YamlConfig& config, bool dry_run) {
   train::GptqDrafterOptions options;
   config.Read("target", options.target);
   config.Read("drafter", options.drafter);
@@ -219,11 +220,12 @@ absl::Status GptqDrafter(YamlConfig& config) {
       !status.ok()) {
     return status;
   }
+  if (dry_run) return absl::OkStatus();
   return train::RunGptqDrafter(options);
 }
 
-absl::Status Train(const std::string& stage, const std::string& config_file) {
-  const std::map<std::string, absl::Status (*)(YamlConfig&)> stages = {
+absl::Status Train(const std::string& stage, const std::string& config_file, bool dry_run) {
+  const std::map<std::string, absl::Status (*)(YamlConfig&, bool)> stages = {
       {"pack", Pack}, {"regenerate", Regenerate}, {"pretrain", Pretrain},
       {"qad", Qad},   {"drafter", Drafter},       {"gptq-drafter", GptqDrafter}};
   const auto found = stages.find(stage);
@@ -235,7 +237,7 @@ absl::Status Train(const std::string& stage, const std::string& config_file) {
   }
   absl::StatusOr<YamlConfig> config = YamlConfig::Load(config_file);
   if (!config.ok()) return config.status();
-  return found->second(*config);
+  return found->second(*config, dry_run);
 }
 
 }  // namespace
@@ -247,8 +249,11 @@ void AddTrainCommands(CLI::App& app) {
   train->add_option("stage", *stage, "pack, regenerate, pretrain, qad, drafter or gptq-drafter")
       ->required();
   train->add_option("--config", *config, "the stage's YAML config")->required();
-  train->callback(
-      [train, stage, config] { RunOrExit(*train, [&] { return Train(*stage, *config); }); });
+  auto dry_run = std::make_shared<bool>(false);
+  train->add_flag("--dry-run", *dry_run, "check the config (every key known and valid) and stop");
+  train->callback([train, stage, config, dry_run] {
+    RunOrExit(*train, [&] { return Train(*stage, *config, *dry_run); });
+  });
 
   auto preset = std::make_shared<std::string>("smoke");
   auto out = std::make_shared<std::string>();

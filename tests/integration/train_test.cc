@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/paths.h"
 #include "tests/support/subprocess.h"
 #include "tests/support/temp_dir.h"
 
@@ -62,6 +63,18 @@ TEST(SpecdTrainTest, AConfigKeyNoStageReadsIsAnError) {
   const ProcessResult run = Specd({"train", "qad", "--config", (dir.path() / "qad.yaml").string()});
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_NE(run.err.find("unknown keys: learning_rate"), std::string::npos) << run.err;
+}
+
+TEST(SpecdTrainTest, EveryExampleConfigIsValidForItsStage) {
+  const std::filesystem::path configs = ::specd::testing::SourceDir() / "configs" / "train";
+  for (const char* stage : {"pack", "regenerate", "pretrain", "qad", "drafter-stage1",
+                            "drafter-stage2", "gptq-drafter"}) {
+    const std::string name = stage;
+    const ProcessResult run =
+        Specd({"train", name.starts_with("drafter") ? "drafter" : name, "--config",
+               (configs / (name + ".yaml")).string(), "--dry-run"});
+    EXPECT_EQ(run.exit_code, 0) << stage << ": " << run.err;
+  }
 }
 
 TEST(SpecdTrainTest, AnUnknownStageIsAnErrorListingTheStages) {

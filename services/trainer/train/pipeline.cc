@@ -188,25 +188,19 @@ absl::Status RegenerateAndPack(const PipelinePreset& preset, const Layout& layou
                                const std::filesystem::path& answers,
                                const std::filesystem::path& packed) {
   if (HasDataset(packed)) return absl::OkStatus();
-  if (absl::Status status =
-          Regenerate({.input = layout.prompts,
-                      .output = answers,
-                      .teacher = teacher,
-                      .tokenizer = layout.tokenizer / "tokenizer.json",
-                      .flavor = text::ChatFlavor::kQwen3_5,
-                      .enable_thinking = false,
-                      .temperature = preset.regenerate_temperature,
-                      .top_p = 1.0,
-                      .top_k = 0,
-                      .max_new_tokens = preset.regenerate_max_new_tokens,
-                      .seed = preset.seed,
-                      .batch_size = 8,
-                      .on_progress =
-                          [](int64_t done, int64_t total) {
-                            std::fprintf(stderr, "\rregenerate: %ld/%ld conversations   ",
-                                         static_cast<long>(done), static_cast<long>(total));
-                            if (done == total) std::fputc('\n', stderr);
-                          }});
+  if (absl::Status status = Regenerate({.input = layout.prompts,
+                                        .output = answers,
+                                        .teacher = teacher,
+                                        .tokenizer = layout.tokenizer / "tokenizer.json",
+                                        .flavor = text::ChatFlavor::kQwen3_5,
+                                        .enable_thinking = false,
+                                        .temperature = preset.regenerate_temperature,
+                                        .top_p = 1.0,
+                                        .top_k = 0,
+                                        .max_new_tokens = preset.regenerate_max_new_tokens,
+                                        .seed = preset.seed,
+                                        .batch_size = 8,
+                                        .on_progress = PrintRegenerateProgress});
       !status.ok()) {
     return status;
   }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -212,6 +213,12 @@ absl::Status Regenerate(const RegenerateOptions& options) {
   }
   ::close(fd);
   return status;
+}
+
+void PrintRegenerateProgress(int64_t done, int64_t total) {
+  std::fprintf(stderr, "\rregenerate: %ld/%ld conversations   ", static_cast<long>(done),
+               static_cast<long>(total));
+  if (done == total) std::fputc('\n', stderr);
 }
 
 }  // namespace specd::train

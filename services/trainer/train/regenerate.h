@@ -39,4 +39,7 @@ struct RegenerateOptions {
 // run continues with the next conversation.
 absl::Status Regenerate(const RegenerateOptions& options);
 
+// An on_progress that keeps one line on stderr up to date.
+void PrintRegenerateProgress(int64_t done, int64_t total);
+
 }  // namespace specd::train
