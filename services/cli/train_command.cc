@@ -27,6 +27,7 @@
 #include "services/trainer/train/pretrain.h"
 #include "services/trainer/train/qad.h"
 #include "services/trainer/train/regenerate.h"
+#include "services/trainer/train/training_loop.h"
 
 namespace specd::cli {
 namespace {
@@ -38,6 +39,22 @@ absl::Status RequireKeys(
       return absl::InvalidArgumentError(absl::StrCat("the config needs `", key, "`"));
   }
   return absl::OkStatus();
+}
+
+// The keys every training stage shares: the loop's (training_loop.h), `out` its directory.
+void ReadLoop(YamlConfig& config, train::TrainingLoopOptions& loop) {
+  config.Read("out", loop.dir);
+  config.Read("steps", loop.steps);
+  config.Read("accumulation", loop.accumulation);
+  config.Read("lr", loop.lr);
+  config.Read("warmup_ratio", loop.warmup_ratio);
+  config.Read("clip", loop.clip);
+  config.Read("beta1", loop.adamw.beta1);
+  config.Read("beta2", loop.adamw.beta2);
+  config.Read("eps", loop.adamw.eps);
+  config.Read("weight_decay", loop.adamw.weight_decay);
+  config.Read("validate_every", loop.validate_every);
+  config.Read("save_every", loop.save_every);
 }
 
 absl::Status Pack(YamlConfig& config, bool dry_run) {
@@ -95,24 +112,14 @@ absl::Status Pretrain(YamlConfig& config, bool dry_run) {
   config.Read("model_config", model_config);  // a Qwen3.5 text config.json: the architecture
   config.Read("tokenizer", options.tokenizer);
   config.Read("data", options.data);
-  config.Read("out", options.out);
-  config.Read("steps", options.steps);
-  config.Read("accumulation", options.accumulation);
-  config.Read("lr", options.lr);
-  config.Read("warmup_ratio", options.warmup_ratio);
-  config.Read("clip", options.clip);
-  config.Read("weight_decay", options.weight_decay);
-  config.Read("beta1", options.beta1);
-  config.Read("beta2", options.beta2);
-  config.Read("validate_every", options.validate_every);
-  config.Read("save_every", options.save_every);
+  ReadLoop(config, options.loop);
   config.Read("validation_sequences", options.validation_sequences);
   config.Read("seed", options.seed);
   if (absl::Status status = config.Finish(); !status.ok()) return status;
   if (absl::Status status = RequireKeys({{"model_config", &model_config},
                                          {"tokenizer", &options.tokenizer},
                                          {"data", &options.data},
-                                         {"out", &options.out}});
+                                         {"out", &options.loop.dir}});
       !status.ok()) {
     return status;
   }
@@ -137,25 +144,14 @@ absl::Status Qad(YamlConfig& config, bool dry_run) {
   config.Read("teacher", options.teacher);
   config.Read("student", options.student);
   config.Read("data", options.data);
-  config.Read("out", options.out);
-  config.Read("steps", options.steps);
-  config.Read("effective_batch", options.effective_batch);
-  config.Read("lr", options.lr);
-  config.Read("warmup_ratio", options.warmup_ratio);
-  config.Read("clip", options.clip);
-  config.Read("beta1", options.beta1);
-  config.Read("beta2", options.beta2);
-  config.Read("eps", options.eps);
-  config.Read("weight_decay", options.weight_decay);
-  config.Read("validate_every", options.validate_every);
-  config.Read("save_every", options.save_every);
+  ReadLoop(config, options.loop);
   config.Read("validation_sequences", options.validation_sequences);
   config.Read("seed", options.seed);
   if (absl::Status status = config.Finish(); !status.ok()) return status;
   if (absl::Status status = RequireKeys({{"teacher", &options.teacher},
                                          {"student", &options.student},
                                          {"data", &options.data},
-                                         {"out", &options.out}});
+                                         {"out", &options.loop.dir}});
       !status.ok()) {
     return status;
   }
@@ -172,24 +168,16 @@ absl::Status Drafter(YamlConfig& config, bool dry_run) {
   config.Read("target", options.target);
   config.Read("data", options.data);
   config.Read("init", options.init);
-  config.Read("out", options.out);
+  ReadLoop(config, options.loop);
   config.Read("anchors", options.anchors);
   config.Read("gamma", options.gamma);
-  config.Read("steps", options.steps);
-  config.Read("accumulation", options.accumulation);
-  config.Read("lr", options.lr);
-  config.Read("warmup_ratio", options.warmup_ratio);
-  config.Read("clip", options.clip);
-  config.Read("weight_decay", options.weight_decay);
-  config.Read("validate_every", options.validate_every);
-  config.Read("save_every", options.save_every);
   config.Read("validation_sequences", options.validation_sequences);
   config.Read("seed", options.seed);
   if (absl::Status status = config.Finish(); !status.ok()) return status;
   if (absl::Status status = RequireKeys({{"target", &options.target},
                                          {"data", &options.data},
                                          {"init", &options.init},
-                                         {"out", &options.out}});
+                                         {"out", &options.loop.dir}});
       !status.ok()) {
     return status;
   }

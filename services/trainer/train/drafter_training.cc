@@ -291,10 +291,10 @@ absl::StatusOr<DrafterWorkspace> LoadDrafterWorkspace(const std::filesystem::pat
 }
 
 absl::StatusOr<DrafterMetrics> TrainDrafter(const DrafterTrainingOptions& options) {
-  if (options.steps <= 0 || options.anchors <= 0 || options.accumulation <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("drafter training needs steps, anchors and accumulation > 0, got ",
-                     options.steps, ", ", options.anchors, " and ", options.accumulation));
+  if (options.loop.steps <= 0 || options.anchors <= 0 || options.loop.accumulation <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "drafter training needs steps, anchors and accumulation > 0, got ", options.loop.steps,
+        ", ", options.anchors, " and ", options.loop.accumulation));
   }
   absl::StatusOr<DrafterWorkspace> workspace =
       LoadDrafterWorkspace(options.target, options.init, options.data, /*trainable=*/true);
@@ -338,21 +338,7 @@ absl::StatusOr<DrafterMetrics> TrainDrafter(const DrafterTrainingOptions& option
             return ExportCheckpoint(drafter.parameters(), options.init, dir);
           },
   };
-  const TrainingLoopOptions loop{.steps = options.steps,
-                                 .accumulation = options.accumulation,
-                                 .lr = options.lr,
-                                 .warmup_ratio = options.warmup_ratio,
-                                 .clip = options.clip,
-                                 .adamw = {.beta1 = 0.9,
-                                           .beta2 = 0.999,
-                                           .eps = 1e-8,
-                                           .weight_decay = options.weight_decay,
-                                           .block_size = 256},
-                                 .validate_every = options.validate_every,
-                                 .save_every = options.save_every,
-                                 .dir = options.out,
-                                 .name = "drafter"};
-  absl::StatusOr<TrainingSummary> summary = RunTraining(drafter.parameters(), loop, hooks);
+  absl::StatusOr<TrainingSummary> summary = RunTraining(drafter.parameters(), options.loop, hooks);
   if (!summary.ok()) return summary.status();
   absl::StatusOr<model::DFlashDrafter> best = model::DFlashDrafter::Load(summary->best_dir);
   if (!best.ok()) {

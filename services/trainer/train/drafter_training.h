@@ -15,6 +15,7 @@
 #include "common/model/dflash_drafter.h"
 #include "common/model/qwen35_model.h"
 #include "services/trainer/train/packed_dataset.h"
+#include "services/trainer/train/training_loop.h"
 
 namespace specd::train {
 
@@ -23,17 +24,21 @@ struct DrafterTrainingOptions {
                                  // W4A16 target)
   std::filesystem::path data;    // packed dataset (the target's regenerated answers)
   std::filesystem::path init;    // drafter to start from (random, or stage 1's best): weights only
-  std::filesystem::path out;     // run directory (training_loop.h); out/best is the drafter
   int64_t anchors = 512;         // blocks per sequence, at most
   double gamma = 7.0;            // loss decay over block slots; <= 0: no decay
-  int64_t steps = 0;
-  int64_t accumulation = 1;  // sequences per optimizer step
-  double lr = 1e-3;
-  double warmup_ratio = 0.04;
-  double clip = 1.0;
-  double weight_decay = 0;
-  int64_t validate_every = 0;
-  int64_t save_every = 0;
+  // The paper's AdamW: lr 1e-3 with 4 % warmup, no weight decay, clip 1.0. loop.dir is the run
+  // directory; its best/ is the drafter.
+  TrainingLoopOptions loop = {
+      .steps = 0,
+      .accumulation = 1,
+      .lr = 1e-3,
+      .warmup_ratio = 0.04,
+      .clip = 1.0,
+      .adamw = {.beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0, .block_size = 256},
+      .validate_every = 0,
+      .save_every = 0,
+      .dir = {},
+      .name = "drafter"};
   int64_t validation_sequences = 0;  // <= 0: the whole validation split
   uint64_t seed = 0;                 // the data order and the anchors
 };

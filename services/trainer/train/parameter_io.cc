@@ -124,8 +124,8 @@ absl::Status ExportCheckpoint(std::span<const model::NamedParameter> parameters,
   if (absl::Status status = quant::CopySideFiles(source_dir, staging); !status.ok()) return status;
   std::filesystem::copy_file(source_dir / "config.json", staging / "config.json", error);
   if (error) {
-    return absl::InternalError(absl::StrCat("cannot copy ", (source_dir / "config.json").string(),
-                                            ": ", error.message()));
+    return absl::InternalError(
+        absl::StrCat("cannot copy ", (source_dir / "config.json").string(), ": ", error.message()));
   }
   std::filesystem::remove_all(out_dir, error);
   if (!error) std::filesystem::rename(staging, out_dir, error);

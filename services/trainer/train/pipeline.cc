@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -71,25 +72,6 @@ bool HasModel(const std::filesystem::path& dir) {
 bool HasDataset(const std::filesystem::path& dir) {
   return std::filesystem::exists(dir / "manifest.json");
 }
-
-// Times the pipeline's steps for the report and announces each.
-class Steps {
- public:
-  template <typename Body>
-  absl::Status Run(const std::string& name, Body&& body) {
-    std::fprintf(stderr, "== pipeline: %s\n", name.c_str());
-    const Clock::time_point start = Clock::now();
-    absl::Status status = body();
-    seconds_[name] = std::chrono::duration<double>(Clock::now() - start).count();
-    if (!status.ok())
-      return absl::Status(status.code(), absl::StrCat(name, ": ", status.message()));
-    return absl::OkStatus();
-  }
-  Json ToJson() const { return Json(seconds_); }
-
- private:
-  std::map<std::string, double> seconds_;
-};
 
 absl::Status PrepareData(const PipelinePreset& preset, const Layout& layout) {
   if (!std::filesystem::exists(layout.tokenizer / "tokenizer.json")) {
@@ -217,10 +199,6 @@ absl::Status RegenerateAndPack(const PipelinePreset& preset, const Layout& layou
                .sequences_per_shard = 4096,
                .tokenizer_name = "byte-level"},
               packed);
-}
-
-absl::StatusOr<model::Qwen35Model> LoadServing(const std::filesystem::path& dir) {
-  return model::Qwen35Model::Load(dir);
 }
 
 // The held-out prompts as the engine receives them: rendered with the generation prompt
@@ -379,6 +357,161 @@ io::Qwen35TextConfig SmallQwen35(int64_t hidden, int64_t groups) {
   return config;
 }
 
+// Held-out sequences each validation measures.
+constexpr int64_t kValidationSequences = 16;
+
+// A stage's loop as the preset sizes it; the other hyper-parameters keep the stage's (paper)
+// defaults. Five validations and resumable states per run.
+void SetLoop(TrainingLoopOptions& loop, const std::filesystem::path& dir, int64_t steps,
+             int64_t accumulation, double lr) {
+  loop.dir = dir;
+  loop.steps = steps;
+  loop.accumulation = accumulation;
+  loop.lr = lr;
+  loop.validate_every = std::max<int64_t>(1, steps / 5);
+  loop.save_every = loop.validate_every;
+}
+
+// The pipeline's steps. Each reads what earlier steps wrote under the layout, writes its own
+// output (or finds it there and returns) and adds its numbers to the report.
+struct Pipeline {
+  const PipelinePreset& preset;
+  Layout layout;
+  io::Qwen35TextConfig teacher_config;
+  Json report;
+
+  absl::Status Pretrain() {
+    PretrainOptions options{
+        .model = teacher_config, .tokenizer = layout.tokenizer, .data = layout.pretrain_data};
+    SetLoop(options.loop, layout.teacher_run, preset.pretrain_steps, preset.pretrain_accumulation,
+            preset.pretrain_lr);
+    options.validation_sequences = kValidationSequences;
+    options.seed = preset.seed;
+    absl::StatusOr<PretrainResult> result = RunPretrain(options);
+    if (!result.ok()) return result.status();
+    report["teacher_val_loss"] = result->validation_loss;
+    return absl::OkStatus();
+  }
+
+  absl::Status Qad() {
+    QadOptions options{
+        .teacher = layout.teacher(), .student = layout.int4, .data = layout.teacher_chat};
+    SetLoop(options.loop, layout.qad_run, preset.qad_steps, preset.qad_effective_batch,
+            preset.qad_lr);
+    options.validation_sequences = kValidationSequences;
+    options.seed = preset.seed;
+    return RunQad(options).status();
+  }
+
+  // KL(teacher ‖ target) of the served INT4 targets before and after QAD.
+  absl::Status MeasureKl() {
+    absl::StatusOr<PackedDataset> data = PackedDataset::Open(layout.teacher_chat);
+    if (!data.ok()) return data.status();
+    absl::StatusOr<model::Qwen35Model> teacher = model::Qwen35Model::Load(layout.teacher());
+    if (!teacher.ok()) return teacher.status();
+    for (const auto& [key, dir] :
+         {std::pair{"kl_before_qad", layout.int4}, std::pair{"kl_after_qad", layout.qad()}}) {
+      absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(dir);
+      if (!target.ok()) return target.status();
+      absl::StatusOr<DistillationMetrics> metrics =
+          MeasureDistillation(*teacher, *target, *data, Split::kValidation, 0);
+      if (!metrics.ok()) return metrics.status();
+      report[key] = metrics->kl;
+    }
+    report["teacher_parameters"] = model::Qwen35ParameterCount(teacher->config());
+    return absl::OkStatus();
+  }
+
+  absl::Status TrainDrafterStage(const std::filesystem::path& target,
+                                 const std::filesystem::path& data,
+                                 const std::filesystem::path& init,
+                                 const std::filesystem::path& run, int64_t steps) {
+    DrafterTrainingOptions options{
+        .target = target, .data = data, .init = init, .anchors = preset.anchors, .gamma = 7.0};
+    SetLoop(options.loop, run, steps, preset.drafter_accumulation, preset.drafter_lr);
+    options.validation_sequences = kValidationSequences;
+    options.seed = preset.seed;
+    return TrainDrafter(options).status();
+  }
+
+  absl::Status DrafterStage1() {
+    if (!HasModel(layout.drafter_init)) {
+      std::filesystem::create_directories(layout.drafter_init);
+      if (absl::Status status =
+              model::WriteRandomDFlashDrafter(layout.drafter_init, teacher_config,
+                                              {.num_layers = preset.drafter_layers,
+                                               .block_size = preset.block_size,
+                                               .seed = preset.seed,
+                                               .mask_token_id = kByteLevelMaskId});
+          !status.ok()) {
+        return status;
+      }
+    }
+    return TrainDrafterStage(layout.teacher(), layout.teacher_chat, layout.drafter_init,
+                             layout.stage1_run, preset.stage1_steps);
+  }
+
+  absl::Status DrafterStage2() {
+    return TrainDrafterStage(layout.qad(), layout.qad_chat, layout.stage1(), layout.stage2_run,
+                             preset.stage2_steps);
+  }
+
+  absl::Status GptqDrafter() {
+    if (HasModel(layout.gptq)) return absl::OkStatus();
+    std::filesystem::remove_all(layout.gptq);
+    return RunGptqDrafter({.target = layout.qad(),
+                           .drafter = layout.stage2(),
+                           .data = layout.qad_chat,
+                           .out = layout.gptq,
+                           .sequences = preset.gptq_sequences,
+                           .anchors_per_sequence = preset.gptq_anchors,
+                           .gptq = {.group_size = preset.drafter_group_size,
+                                    .symmetric = true,
+                                    .damp = 0.01,
+                                    .act_order = false,
+                                    .block_size = 128,
+                                    .scale_dtype = io::DType::kBF16}});
+  }
+
+  // τ of each drafter on the INT4 target, the speed with and without the GPTQ drafter, and τ on
+  // long prompts without and with the drafter's window.
+  absl::Status Evaluate() {
+    absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(layout.qad());
+    if (!target.ok()) return target.status();
+    absl::StatusOr<std::vector<std::vector<int64_t>>> prompts = EvaluationPrompts(layout, 0);
+    if (!prompts.ok()) return prompts.status();
+    const EvaluationOptions options{.max_new_tokens = preset.eval_new_tokens, .window = 0};
+    for (const auto& [key, drafter] :
+         {std::pair{"stage1", layout.stage1()}, std::pair{"stage2", layout.stage2()},
+          std::pair{"gptq", layout.gptq}}) {
+      absl::StatusOr<SpeculativeEvaluation> evaluation =
+          EvaluateSpeculative(*target, drafter, *prompts, options);
+      if (!evaluation.ok()) return evaluation.status();
+      report[absl::StrCat("tau_", key)] = evaluation->tau;
+      report["acceptance_by_position"][key] = evaluation->acceptance_by_position;
+      if (std::string_view(key) == "gptq") report["tokens_per_s_spec"] = evaluation->tokens_per_s;
+    }
+    absl::StatusOr<double> plain = EvaluatePlain(*target, *prompts, options);
+    if (!plain.ok()) return plain.status();
+    report["tokens_per_s_plain"] = *plain;
+    report["speedup"] = report["tokens_per_s_spec"].get<double>() / *plain;
+
+    absl::StatusOr<std::vector<std::vector<int64_t>>> long_prompts =
+        EvaluationPrompts(layout, preset.long_prompt_tokens);
+    if (!long_prompts.ok()) return long_prompts.status();
+    long_prompts->resize(std::min<size_t>(long_prompts->size(), 4));
+    for (const auto& [key, window] : {std::pair{"tau_long_full", int64_t{0}},
+                                      std::pair{"tau_long_swa", preset.drafter_window}}) {
+      absl::StatusOr<SpeculativeEvaluation> evaluation =
+          EvaluateSpeculative(*target, layout.gptq, *long_prompts,
+                              {.max_new_tokens = preset.eval_new_tokens, .window = window});
+      if (!evaluation.ok()) return evaluation.status();
+      report[key] = evaluation->tau;
+    }
+    return absl::OkStatus();
+  }
+};
+
 }  // namespace
 
 std::vector<std::string> PipelinePresetNames() { return {"smoke", "tiny"}; }
@@ -441,9 +574,9 @@ absl::StatusOr<PipelinePreset> PipelinePresetNamed(std::string_view name) {
     preset.qad_lr = 2e-4;
     preset.drafter_layers = 2;
     preset.block_size = 8;
-    preset.anchors = 32;
-    preset.stage1_steps = 300;
-    preset.stage2_steps = 100;
+    preset.anchors = 48;
+    preset.stage1_steps = 1000;
+    preset.stage2_steps = 300;
     preset.drafter_accumulation = 2;
     preset.drafter_lr = 2e-3;
     preset.gptq_sequences = 64;
@@ -462,230 +595,43 @@ absl::StatusOr<PipelinePreset> PipelinePresetNamed(std::string_view name) {
 
 absl::StatusOr<std::string> RunPipeline(const PipelinePreset& preset,
                                         const std::filesystem::path& out) {
-  const Layout layout(out);
-  Steps steps;
-  Json report = {{"preset", preset.name}};
-  report["teacher_parameters"] = 0;
-  if (absl::Status status = steps.Run("data", [&] { return PrepareData(preset, layout); });
-      !status.ok()) {
-    return status;
-  }
   io::Qwen35TextConfig teacher_config = preset.teacher;
   teacher_config.vocab_size = kByteLevelVocabSize;
-  if (absl::Status status = steps.Run(
-          "pretrain",
-          [&]() -> absl::Status {
-            absl::StatusOr<PretrainResult> result =
-                RunPretrain({.model = teacher_config,
-                             .tokenizer = layout.tokenizer,
-                             .data = layout.pretrain_data,
-                             .out = layout.teacher_run,
-                             .steps = preset.pretrain_steps,
-                             .accumulation = preset.pretrain_accumulation,
-                             .lr = preset.pretrain_lr,
-                             .warmup_ratio = 0.03,
-                             .clip = 1.0,
-                             .weight_decay = 0.1,
-                             .beta1 = 0.9,
-                             .beta2 = 0.95,
-                             .validate_every = std::max<int64_t>(1, preset.pretrain_steps / 5),
-                             .save_every = std::max<int64_t>(1, preset.pretrain_steps / 5),
-                             .validation_sequences = 16,
-                             .seed = preset.seed});
-            if (!result.ok()) return result.status();
-            report["teacher_val_loss"] = result->validation_loss;
-            return absl::OkStatus();
-          });
-      !status.ok()) {
-    return status;
-  }
-  if (absl::Status status =
-          steps.Run("quantize (AWQ)", [&] { return QuantizeWithAwq(preset, layout); });
-      !status.ok()) {
-    return status;
-  }
-  if (absl::Status status = steps.Run("regenerate (teacher)",
-                                      [&] {
-                                        return RegenerateAndPack(preset, layout, layout.teacher(),
-                                                                 layout.teacher_answers,
-                                                                 layout.teacher_chat);
-                                      });
-      !status.ok()) {
-    return status;
-  }
-  if (absl::Status status =
-          steps.Run("qad",
-                    [&]() -> absl::Status {
-                      absl::StatusOr<QadResult> result =
-                          RunQad({.teacher = layout.teacher(),
-                                  .student = layout.int4,
-                                  .data = layout.teacher_chat,
-                                  .out = layout.qad_run,
-                                  .steps = preset.qad_steps,
-                                  .effective_batch = preset.qad_effective_batch,
-                                  .lr = preset.qad_lr,
-                                  .warmup_ratio = 0.03,
-                                  .clip = 1.0,
-                                  .beta1 = 0.9,
-                                  .beta2 = 0.95,
-                                  .eps = 1e-8,
-                                  .weight_decay = 0,
-                                  .validate_every = std::max<int64_t>(1, preset.qad_steps / 5),
-                                  .save_every = std::max<int64_t>(1, preset.qad_steps / 5),
-                                  .validation_sequences = 16,
-                                  .seed = preset.seed});
-                      return result.status();
-                    });
-      !status.ok()) {
-    return status;
-  }
-  if (absl::Status status =
-          steps.Run("kl",
-                    [&]() -> absl::Status {
-                      absl::StatusOr<PackedDataset> data = PackedDataset::Open(layout.teacher_chat);
-                      if (!data.ok()) return data.status();
-                      absl::StatusOr<model::Qwen35Model> teacher = LoadServing(layout.teacher());
-                      if (!teacher.ok()) return teacher.status();
-                      for (const auto& [key, dir] : {std::pair{"kl_before_qad", layout.int4},
-                                                     std::pair{"kl_after_qad", layout.qad()}}) {
-                        absl::StatusOr<model::Qwen35Model> target = LoadServing(dir);
-                        if (!target.ok()) return target.status();
-                        absl::StatusOr<DistillationMetrics> metrics =
-                            MeasureDistillation(*teacher, *target, *data, Split::kValidation, 0);
-                        if (!metrics.ok()) return metrics.status();
-                        report[key] = metrics->kl;
-                      }
-                      report["teacher_parameters"] = model::Qwen35ParameterCount(teacher->config());
-                      return absl::OkStatus();
-                    });
-      !status.ok()) {
-    return status;
-  }
-  if (absl::Status status = steps.Run("regenerate (QAD target)",
-                                      [&] {
-                                        return RegenerateAndPack(preset, layout, layout.qad(),
-                                                                 layout.qad_answers,
-                                                                 layout.qad_chat);
-                                      });
-      !status.ok()) {
-    return status;
-  }
-  const auto train_drafter = [&](const std::filesystem::path& target,
-                                 const std::filesystem::path& data,
-                                 const std::filesystem::path& init,
-                                 const std::filesystem::path& run, int64_t drafter_steps) {
-    return TrainDrafter({.target = target,
-                         .data = data,
-                         .init = init,
-                         .out = run,
-                         .anchors = preset.anchors,
-                         .gamma = 7.0,
-                         .steps = drafter_steps,
-                         .accumulation = preset.drafter_accumulation,
-                         .lr = preset.drafter_lr,
-                         .warmup_ratio = 0.04,
-                         .clip = 1.0,
-                         .weight_decay = 0,
-                         .validate_every = std::max<int64_t>(1, drafter_steps / 5),
-                         .save_every = std::max<int64_t>(1, drafter_steps / 5),
-                         .validation_sequences = 16,
-                         .seed = preset.seed})
-        .status();
+  Pipeline pipeline{.preset = preset,
+                    .layout = Layout(out),
+                    .teacher_config = teacher_config,
+                    .report = {{"preset", preset.name}, {"teacher_parameters", 0}}};
+  const Layout& layout = pipeline.layout;
+  const std::pair<const char*, std::function<absl::Status()>> steps[] = {
+      {"data", [&] { return PrepareData(preset, layout); }},
+      {"pretrain", [&] { return pipeline.Pretrain(); }},
+      {"quantize (AWQ)", [&] { return QuantizeWithAwq(preset, layout); }},
+      {"regenerate (teacher)",
+       [&] {
+         return RegenerateAndPack(preset, layout, layout.teacher(), layout.teacher_answers,
+                                  layout.teacher_chat);
+       }},
+      {"qad", [&] { return pipeline.Qad(); }},
+      {"kl", [&] { return pipeline.MeasureKl(); }},
+      {"regenerate (QAD target)",
+       [&] {
+         return RegenerateAndPack(preset, layout, layout.qad(), layout.qad_answers,
+                                  layout.qad_chat);
+       }},
+      {"drafter stage 1", [&] { return pipeline.DrafterStage1(); }},
+      {"drafter stage 2", [&] { return pipeline.DrafterStage2(); }},
+      {"gptq drafter", [&] { return pipeline.GptqDrafter(); }},
+      {"evaluate", [&] { return pipeline.Evaluate(); }},
   };
-  if (absl::Status status = steps.Run("drafter stage 1",
-                                      [&]() -> absl::Status {
-                                        if (!HasModel(layout.drafter_init)) {
-                                          std::filesystem::create_directories(layout.drafter_init);
-                                          if (absl::Status status = model::WriteRandomDFlashDrafter(
-                                                  layout.drafter_init, teacher_config,
-                                                  {.num_layers = preset.drafter_layers,
-                                                   .block_size = preset.block_size,
-                                                   .seed = preset.seed,
-                                                   .mask_token_id = kByteLevelMaskId});
-                                              !status.ok()) {
-                                            return status;
-                                          }
-                                        }
-                                        return train_drafter(layout.teacher(), layout.teacher_chat,
-                                                             layout.drafter_init, layout.stage1_run,
-                                                             preset.stage1_steps);
-                                      });
-      !status.ok()) {
-    return status;
+  Json& report = pipeline.report;
+  for (const auto& [name, step] : steps) {
+    std::fprintf(stderr, "== pipeline: %s\n", name);
+    const Clock::time_point start = Clock::now();
+    if (absl::Status status = step(); !status.ok()) {
+      return absl::Status(status.code(), absl::StrCat(name, ": ", status.message()));
+    }
+    report["seconds"][name] = std::chrono::duration<double>(Clock::now() - start).count();
   }
-  if (absl::Status status = steps.Run("drafter stage 2",
-                                      [&] {
-                                        return train_drafter(layout.qad(), layout.qad_chat,
-                                                             layout.stage1(), layout.stage2_run,
-                                                             preset.stage2_steps);
-                                      });
-      !status.ok()) {
-    return status;
-  }
-  if (absl::Status status =
-          steps.Run("gptq drafter",
-                    [&]() -> absl::Status {
-                      if (HasModel(layout.gptq)) return absl::OkStatus();
-                      std::filesystem::remove_all(layout.gptq);
-                      return RunGptqDrafter({.target = layout.qad(),
-                                             .drafter = layout.stage2(),
-                                             .data = layout.qad_chat,
-                                             .out = layout.gptq,
-                                             .sequences = preset.gptq_sequences,
-                                             .anchors_per_sequence = preset.gptq_anchors,
-                                             .gptq = {.group_size = preset.drafter_group_size,
-                                                      .symmetric = true,
-                                                      .damp = 0.01,
-                                                      .act_order = false,
-                                                      .block_size = 128,
-                                                      .scale_dtype = io::DType::kBF16}});
-                    });
-      !status.ok()) {
-    return status;
-  }
-  if (absl::Status status = steps.Run(
-          "evaluate",
-          [&]() -> absl::Status {
-            absl::StatusOr<model::Qwen35Model> target = LoadServing(layout.qad());
-            if (!target.ok()) return target.status();
-            absl::StatusOr<std::vector<std::vector<int64_t>>> prompts =
-                EvaluationPrompts(layout, 0);
-            if (!prompts.ok()) return prompts.status();
-            const EvaluationOptions options{.max_new_tokens = preset.eval_new_tokens, .window = 0};
-            for (const auto& [key, drafter] :
-                 {std::pair{"stage1", layout.stage1()}, std::pair{"stage2", layout.stage2()},
-                  std::pair{"gptq", layout.gptq}}) {
-              absl::StatusOr<SpeculativeEvaluation> evaluation =
-                  EvaluateSpeculative(*target, drafter, *prompts, options);
-              if (!evaluation.ok()) return evaluation.status();
-              report[absl::StrCat("tau_", key)] = evaluation->tau;
-              report["acceptance_by_position"][key] = evaluation->acceptance_by_position;
-              if (std::string(key) == "gptq")
-                report["tokens_per_s_spec"] = evaluation->tokens_per_s;
-            }
-            absl::StatusOr<double> plain = EvaluatePlain(*target, *prompts, options);
-            if (!plain.ok()) return plain.status();
-            report["tokens_per_s_plain"] = *plain;
-            report["speedup"] = report["tokens_per_s_spec"].get<double>() / *plain;
-
-            absl::StatusOr<std::vector<std::vector<int64_t>>> long_prompts =
-                EvaluationPrompts(layout, preset.long_prompt_tokens);
-            if (!long_prompts.ok()) return long_prompts.status();
-            long_prompts->resize(std::min<size_t>(long_prompts->size(), 4));
-            for (const auto& [key, window] : {std::pair{"tau_long_full", int64_t{0}},
-                                              std::pair{"tau_long_swa", preset.drafter_window}}) {
-              absl::StatusOr<SpeculativeEvaluation> evaluation =
-                  EvaluateSpeculative(*target, layout.gptq, *long_prompts,
-                                      {.max_new_tokens = preset.eval_new_tokens, .window = window});
-              if (!evaluation.ok()) return evaluation.status();
-              report[key] = evaluation->tau;
-            }
-            return absl::OkStatus();
-          });
-      !status.ok()) {
-    return status;
-  }
-  report["seconds"] = steps.ToJson();
   if (absl::Status status = WritePlots(layout, report); !status.ok()) return status;
   const std::string json = report.dump(2) + "\n";
   if (absl::Status status = io::WriteFileAtomically(out / "report.json", json); !status.ok()) {

@@ -93,7 +93,7 @@ absl::StatusOr<PretrainResult> RunPretrain(const PretrainOptions& options) {
     return absl::FailedPreconditionError(
         absl::StrCat(options.data.string(), " has no training sequences"));
   }
-  const std::filesystem::path init = options.out / "init";
+  const std::filesystem::path init = options.loop.dir / "init";
   if (!std::filesystem::exists(init / "config.json")) {
     if (absl::Status status = WriteInitialModel(options, init); !status.ok()) return status;
   }
@@ -123,23 +123,7 @@ absl::StatusOr<PretrainResult> RunPretrain(const PretrainOptions& options) {
       return Metrics{{"loss", *loss}, {"perplexity", std::exp(*loss)}};
     };
   }
-  absl::StatusOr<TrainingSummary> summary =
-      RunTraining(model->parameters(),
-                  {.steps = options.steps,
-                   .accumulation = options.accumulation,
-                   .lr = options.lr,
-                   .warmup_ratio = options.warmup_ratio,
-                   .clip = options.clip,
-                   .adamw = {.beta1 = options.beta1,
-                             .beta2 = options.beta2,
-                             .eps = 1e-8,
-                             .weight_decay = options.weight_decay,
-                             .block_size = 256},
-                   .validate_every = options.validate_every,
-                   .save_every = options.save_every,
-                   .dir = options.out,
-                   .name = "pretrain"},
-                  hooks);
+  absl::StatusOr<TrainingSummary> summary = RunTraining(model->parameters(), options.loop, hooks);
   if (!summary.ok()) return summary.status();
   return PretrainResult{.validation_loss = summary->best_validation.contains("loss")
                                                ? summary->best_validation.at("loss")

@@ -10,6 +10,7 @@
 #include "common/io/qwen35_config.h"
 #include "common/model/qwen35_model.h"
 #include "services/trainer/train/packed_dataset.h"
+#include "services/trainer/train/training_loop.h"
 
 namespace specd::train {
 
@@ -17,17 +18,18 @@ struct PretrainOptions {
   io::Qwen35TextConfig model;       // the architecture; its vocabulary covers the data's ids
   std::filesystem::path tokenizer;  // a directory whose tokenizer files ship with the model
   std::filesystem::path data;       // a packed dataset
-  std::filesystem::path out;        // the run directory; out/init the start, out/best the model
-  int64_t steps = 1000;
-  int64_t accumulation = 1;  // sequences per optimizer step
-  double lr = 3e-3;
-  double warmup_ratio = 0.03;
-  double clip = 1.0;
-  double weight_decay = 0.1;
-  double beta1 = 0.9;
-  double beta2 = 0.95;
-  int64_t validate_every = 100;
-  int64_t save_every = 100;
+  // loop.dir is the run directory: its init/ holds the start, best/ the model.
+  TrainingLoopOptions loop = {
+      .steps = 1000,
+      .accumulation = 1,
+      .lr = 3e-3,
+      .warmup_ratio = 0.03,
+      .clip = 1.0,
+      .adamw = {.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1, .block_size = 256},
+      .validate_every = 100,
+      .save_every = 100,
+      .dir = {},
+      .name = "pretrain"};
   int64_t validation_sequences = 0;  // 0: the whole validation split
   uint64_t seed = 0;                 // initial weights and data order
 };

@@ -22,9 +22,9 @@ absl::Status WithContext(const absl::Status& status, const std::string& context)
 }
 
 absl::Status ValidateOptions(const QadOptions& options) {
-  if (options.steps < 1) return absl::InvalidArgumentError("qad: steps must be at least 1");
-  if (options.effective_batch < 1) {
-    return absl::InvalidArgumentError("qad: effective_batch must be at least 1");
+  if (options.loop.steps < 1) return absl::InvalidArgumentError("qad: steps must be at least 1");
+  if (options.loop.accumulation < 1) {
+    return absl::InvalidArgumentError("qad: accumulation must be at least 1");
   }
   if (options.validation_sequences < 0) {
     return absl::InvalidArgumentError("qad: validation_sequences must be 0 (all) or positive");
@@ -210,21 +210,7 @@ absl::StatusOr<QadResult> RunQad(const QadOptions& options) {
           [&](const std::filesystem::path& dir) {
             return ExportCheckpoint(parameters, options.student, dir);
           }};
-  const TrainingLoopOptions loop = {.steps = options.steps,
-                                    .accumulation = options.effective_batch,
-                                    .lr = options.lr,
-                                    .warmup_ratio = options.warmup_ratio,
-                                    .clip = options.clip,
-                                    .adamw = {.beta1 = options.beta1,
-                                              .beta2 = options.beta2,
-                                              .eps = options.eps,
-                                              .weight_decay = options.weight_decay,
-                                              .block_size = AdamW8bitOptions{}.block_size},
-                                    .validate_every = options.validate_every,
-                                    .save_every = options.save_every,
-                                    .dir = options.out,
-                                    .name = "qad"};
-  absl::StatusOr<TrainingSummary> summary = RunTraining(parameters, loop, hooks);
+  absl::StatusOr<TrainingSummary> summary = RunTraining(parameters, options.loop, hooks);
   if (!summary.ok()) return summary.status();
   return QadResult{.before = FromMetrics(summary->first_validation),
                    .after = FromMetrics(summary->best_validation),

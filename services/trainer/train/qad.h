@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "common/model/qwen35_model.h"
 #include "services/trainer/train/packed_dataset.h"
+#include "services/trainer/train/training_loop.h"
 
 namespace specd::train {
 
@@ -21,18 +22,20 @@ struct QadOptions {
   std::filesystem::path teacher;  // the dense (BF16/float32) model
   std::filesystem::path student;  // its W4A16 checkpoint (RTN or AWQ): the grid QAD keeps
   std::filesystem::path data;     // a packed dataset (packed_dataset.h)
-  std::filesystem::path out;      // the run directory (training_loop.h); out/best: the checkpoint
-  int64_t steps = 8000;
-  int64_t effective_batch = 16;  // sequences per optimizer step: micro-batches of one sequence
-  double lr = 2e-6;
-  double warmup_ratio = 0.03;
-  double clip = 1.0;
-  double beta1 = 0.9;
-  double beta2 = 0.95;
-  double eps = 1e-8;
-  double weight_decay = 0;
-  int64_t validate_every = 200;
-  int64_t save_every = 1000;
+  // The paper's: effective batch 16 sequences (micro-batches of one), lr 2e-6 with 3 % warmup,
+  // betas (0.9, 0.95), no weight decay, clip 1.0. loop.dir is the run directory; its best/ is the
+  // QAD checkpoint.
+  TrainingLoopOptions loop = {
+      .steps = 8000,
+      .accumulation = 16,
+      .lr = 2e-6,
+      .warmup_ratio = 0.03,
+      .clip = 1.0,
+      .adamw = {.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0, .block_size = 256},
+      .validate_every = 200,
+      .save_every = 1000,
+      .dir = {},
+      .name = "qad"};
   int64_t validation_sequences = 0;  // the first ones of the validation split; 0: all
   // The order training sequences are visited in: a permutation per epoch drawn from the seed and
   // the epoch, so a micro-batch's sequence is a function of its index (resume is exact).

@@ -14,6 +14,7 @@
 #include "common/text/tokenizer.h"
 #include "services/trainer/train/byte_tokenizer.h"
 #include "services/trainer/train/conversations.h"
+#include "services/trainer/train/drafter_training.h"
 #include "services/trainer/train/packed_dataset.h"
 #include "tests/support/odd_qwen35_shapes.h"
 #include "tests/support/temp_dir.h"
@@ -76,6 +77,29 @@ class DrafterFixture : public ::testing::Test {
                                       .tokenizer_name = "bytes"},
                                      data());
     ASSERT_TRUE(packed.ok()) << packed;
+  }
+
+  // What a test varies of a drafter run on this fixture's target and data.
+  struct Run {
+    std::filesystem::path out;
+    std::filesystem::path init;
+    int64_t anchors = 0;
+    int64_t steps = 0;
+    double lr = 0;
+    double warmup_ratio = 0;
+    int64_t validate_every = 0;
+    uint64_t seed = 0;
+  };
+  DrafterTrainingOptions DrafterOptions(const Run& run) const {
+    DrafterTrainingOptions options{
+        .target = target(), .data = data(), .init = run.init, .anchors = run.anchors, .gamma = 7.0};
+    options.loop.dir = run.out;
+    options.loop.steps = run.steps;
+    options.loop.lr = run.lr;
+    options.loop.warmup_ratio = run.warmup_ratio;
+    options.loop.validate_every = run.validate_every;
+    options.seed = run.seed;
+    return options;
   }
 
   std::filesystem::path target() const { return dir_.path() / "target"; }

@@ -83,22 +83,14 @@ TEST_F(DrafterTrainingTest, AShortRunLearnsTheAnswers) {
 
   const int64_t steps = 30;
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<DrafterMetrics> after = TrainDrafter({.target = target(),
-                                                       .data = data(),
-                                                       .init = init(),
-                                                       .out = dir_.path() / "run",
-                                                       .anchors = 64,
-                                                       .gamma = 7.0,
-                                                       .steps = steps,
-                                                       .accumulation = 1,
-                                                       .lr = 3e-2,
-                                                       .warmup_ratio = 0.1,
-                                                       .clip = 1.0,
-                                                       .weight_decay = 0,
-                                                       .validate_every = 10,
-                                                       .save_every = 0,
-                                                       .validation_sequences = 0,
-                                                       .seed = 5});
+  absl::StatusOr<DrafterMetrics> after = TrainDrafter(DrafterOptions({.out = dir_.path() / "run",
+                                                                      .init = init(),
+                                                                      .anchors = 64,
+                                                                      .steps = steps,
+                                                                      .lr = 3e-2,
+                                                                      .warmup_ratio = 0.1,
+                                                                      .validate_every = 10,
+                                                                      .seed = 5}));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(after.ok()) << after.status();
@@ -130,22 +122,15 @@ TEST_F(DrafterTrainingTest, RefusesADrafterMadeForAnotherTarget) {
           mismatched, other,
           {.num_layers = 1, .block_size = kBlockSize, .seed = 4, .mask_token_id = kByteLevelMaskId})
           .ok());
-  const absl::StatusOr<DrafterMetrics> trained = TrainDrafter({.target = target(),
-                                                               .data = data(),
-                                                               .init = mismatched,
-                                                               .out = dir_.path() / "run",
-                                                               .anchors = 32,
-                                                               .gamma = 7.0,
-                                                               .steps = 1,
-                                                               .accumulation = 1,
-                                                               .lr = 1e-3,
-                                                               .warmup_ratio = 0,
-                                                               .clip = 1.0,
-                                                               .weight_decay = 0,
-                                                               .validate_every = 0,
-                                                               .save_every = 0,
-                                                               .validation_sequences = 0,
-                                                               .seed = 0});
+  const absl::StatusOr<DrafterMetrics> trained =
+      TrainDrafter(DrafterOptions({.out = dir_.path() / "run",
+                                   .init = mismatched,
+                                   .anchors = 32,
+                                   .steps = 1,
+                                   .lr = 1e-3,
+                                   .warmup_ratio = 0,
+                                   .validate_every = 0,
+                                   .seed = 0}));
   EXPECT_EQ(trained.status().code(), absl::StatusCode::kInvalidArgument) << trained.status();
   EXPECT_FALSE(std::filesystem::exists(dir_.path() / "run"));
 }

@@ -44,22 +44,15 @@ class GptqDrafterTest : public testing::DrafterFixture {
 };
 
 TEST_F(GptqDrafterTest, TheW4A16DrafterPredictsAboutAsWellAsTheFloatOne) {
-  const absl::StatusOr<DrafterMetrics> trained = TrainDrafter({.target = target(),
-                                                               .data = data(),
-                                                               .init = init(),
-                                                               .out = dir_.path() / "run",
-                                                               .anchors = 64,
-                                                               .gamma = 7.0,
-                                                               .steps = 30,
-                                                               .accumulation = 1,
-                                                               .lr = 3e-2,
-                                                               .warmup_ratio = 0.1,
-                                                               .clip = 1.0,
-                                                               .weight_decay = 0,
-                                                               .validate_every = 0,
-                                                               .save_every = 0,
-                                                               .validation_sequences = 0,
-                                                               .seed = 5});
+  const absl::StatusOr<DrafterMetrics> trained =
+      TrainDrafter(DrafterOptions({.out = dir_.path() / "run",
+                                   .init = init(),
+                                   .anchors = 64,
+                                   .steps = 30,
+                                   .lr = 3e-2,
+                                   .warmup_ratio = 0.1,
+                                   .validate_every = 0,
+                                   .seed = 5}));
   ASSERT_TRUE(trained.ok()) << trained.status();
   const std::filesystem::path dense = dir_.path() / "run" / "best";
   const absl::Status quantized = RunGptqDrafter(Options(dense, 16));

@@ -116,25 +116,17 @@ class QadTest : public ::testing::Test {
     // The recipe's lr 2e-6 moves a real model's latent weights by a fraction of a grid step over
     // thousands of steps; this tiny random model has to cross grid points within a few dozen, so
     // it takes 1e-3 (AdamW's steps are about lr in size whatever the gradient's scale).
-    return {.teacher = teacher_dir(),
-            .student = student_dir(),
-            .data = data_dir(),
-            .out = run_dir(),
-            .steps = steps,
-            .effective_batch = 2,
-            .lr = 1e-3,
-            .warmup_ratio = 0.1,
-            .clip = 1.0,
-            .beta1 = 0.9,
-            .beta2 = 0.95,
-            .eps = 1e-8,
-            .weight_decay = 0,
-            // Validating only before the first step and after the last makes the last step's
-            // model the best one, the model the state/ directory holds too.
-            .validate_every = 0,
-            .save_every = 0,
-            .validation_sequences = 0,
-            .seed = 42};
+    QadOptions options{.teacher = teacher_dir(), .student = student_dir(), .data = data_dir()};
+    options.loop.dir = run_dir();
+    options.loop.steps = steps;
+    options.loop.accumulation = 2;
+    options.loop.lr = 1e-3;
+    options.loop.warmup_ratio = 0.1;
+    // Validating only before the first step and after the last makes the last step's model the
+    // best one, the model the state/ directory holds too.
+    options.loop.validate_every = 0;
+    options.loop.save_every = 0;
+    return options;
   }
 
   at::Tensor Logits(const model::Qwen35Model& model) const {
@@ -216,7 +208,7 @@ TEST_F(QadTest, RefusesAStudentThatIsNotW4A16OrNotTheTeachersModel) {
   QadOptions no_steps = Options(0);
   EXPECT_EQ(RunQad(no_steps).status().code(), absl::StatusCode::kInvalidArgument);
   QadOptions no_batch = Options(1);
-  no_batch.effective_batch = 0;
+  no_batch.loop.accumulation = 0;
   EXPECT_EQ(RunQad(no_batch).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_FALSE(std::filesystem::exists(run_dir()));
 }
