@@ -56,6 +56,31 @@ class MetricsLog {
   std::ofstream out_;
 };
 
+// The human-readable side of a run, in train.log and on stderr: events (a resume, a validation)
+// as lines, and every step as a line of the file and a line stderr overwrites in place.
+class RunLog {
+ public:
+  explicit RunLog(const std::filesystem::path& path) : out_(path, std::ios::app) {}
+  ~RunLog() {
+    if (step_shown_) std::fputc('\n', stderr);
+  }
+  void Step(const std::string& line) {
+    std::fprintf(stderr, "\r%s   ", line.c_str());
+    step_shown_ = true;
+    out_ << line << "\n" << std::flush;
+  }
+  void Event(const std::string& line) {
+    if (step_shown_) std::fputc('\n', stderr);
+    step_shown_ = false;
+    std::fprintf(stderr, "%s\n", line.c_str());
+    out_ << line << "\n" << std::flush;
+  }
+
+ private:
+  std::ofstream out_;
+  bool step_shown_ = false;
+};
+
 // Keeps the lines of a resumed run's log up to its saved step, dropping what came after.
 absl::Status TruncateLog(const std::filesystem::path& path, int64_t step) {
   std::ifstream in(path);
@@ -167,13 +192,14 @@ absl::StatusOr<TrainingSummary> RunTraining(std::span<const model::NamedParamete
   const std::filesystem::path state_dir = options.dir / "state";
   const std::filesystem::path best_dir = options.dir / "best";
   const std::filesystem::path log_path = options.dir / "metrics.jsonl";
+  RunLog run_log(options.dir / "train.log");
   Progress progress;
   if (std::filesystem::exists(state_dir / "progress.json")) {
     absl::StatusOr<Progress> resumed = LoadState(parameters, *optimizer, state_dir);
     if (!resumed.ok()) return resumed.status();
     progress = *std::move(resumed);
-    std::fprintf(stderr, "%s: resuming after step %ld of %ld\n", options.name.c_str(),
-                 static_cast<long>(progress.step), static_cast<long>(options.steps));
+    run_log.Event(absl::StrFormat("%s: resuming after step %d of %d", options.name, progress.step,
+                                  options.steps));
   }
   if (absl::Status status = TruncateLog(log_path, progress.step); !status.ok()) return status;
   MetricsLog log(log_path);
@@ -188,8 +214,8 @@ absl::StatusOr<TrainingSummary> RunTraining(std::span<const model::NamedParamete
       metrics = *std::move(measured);
       log.Write({{"step", step}, {"validation", ToJson(metrics)}});
       if (step == 0) progress.first_validation = metrics;
-      std::fprintf(stderr, "%s: step %ld validation loss %.5f\n", options.name.c_str(),
-                   static_cast<long>(step), metrics["loss"]);
+      run_log.Event(
+          absl::StrFormat("%s: step %d validation loss %.5f", options.name, step, metrics["loss"]));
     }
     const double loss = metrics.contains("loss") ? metrics["loss"] : -static_cast<double>(step);
     // The start counts: a run that never improves on it keeps the model it began with.
@@ -238,14 +264,12 @@ absl::StatusOr<TrainingSummary> RunTraining(std::span<const model::NamedParamete
                {"tokens", tokens},
                {"seconds", seconds}});
     const double per_step = seconds / static_cast<double>(progress.step - first_step);
-    std::fprintf(stderr, "\r%s: step %ld/%ld loss %.4f lr %.2e %s elapsed, ETA %s   ",
-                 options.name.c_str(), static_cast<long>(progress.step),
-                 static_cast<long>(options.steps), summary.last_loss, lr, Duration(seconds).c_str(),
-                 Duration(per_step * static_cast<double>(options.steps - progress.step)).c_str());
+    run_log.Step(
+        absl::StrFormat("%s: step %d/%d loss %.4f lr %.2e %s elapsed, ETA %s", options.name,
+                        progress.step, options.steps, summary.last_loss, lr, Duration(seconds),
+                        Duration(per_step * static_cast<double>(options.steps - progress.step))));
     const bool last = progress.step == options.steps;
-    if (last) std::fputc('\n', stderr);
     if (last || (options.validate_every > 0 && progress.step % options.validate_every == 0)) {
-      if (last || hooks.validate) std::fputc('\n', stderr);
       if (absl::Status status = validate(progress.step); !status.ok()) return status;
     }
     if (last || (options.save_every > 0 && progress.step % options.save_every == 0)) {

@@ -9,6 +9,7 @@
 //   state/          parameters.safetensors, optimizer.bin, progress.json: the last saved step
 //   best/           the servable model of the best validation loss so far (or the last step's,
 //                   without validation)
+//   train.log       the progress lines shown on stderr: steps, validations, resumes
 // A run that finds state/ continues after its step, with the same parameters and moments; the
 // stage's data order must be a function of the micro-batch index for that to be exact.
 #include <ATen/core/Tensor.h>
