@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/io/atomic_file.h"
 #include "common/model/qwen35_model.h"
 #include "common/model/qwen35_presets.h"
@@ -303,13 +304,16 @@ std::string Markdown(const PipelinePreset& preset, const Json& report) {
   md << "# specd pipeline report — preset `" << preset.name << "`\n\n"
      << "Reproduce: `specd pipeline --preset " << preset.name << " --out DIR`"
      << " (the teacher is a " << report["teacher_parameters"].get<int64_t>()
-     << "-parameter Qwen3.5-architecture model pretrained here on local text).\n\n"
+     << "-parameter Qwen3.5-architecture model with a byte-level vocabulary, pretrained here on "
+     << report["corpus_bytes"].get<int64_t>() << " bytes of local text: "
+     << absl::StrJoin(report["corpus_sources"].get<std::vector<std::string>>(), "; ") << ").\n\n"
      << "| metric | value |\n|---|---|\n";
   for (const char* key :
        {"teacher_val_loss", "kl_before_qad", "kl_after_qad", "tau_stage1", "tau_stage2", "tau_gptq",
         "tau_long_full", "tau_long_swa", "tokens_per_s_plain", "tokens_per_s_spec"}) {
     md << "| `" << key << "` | " << number(key) << " |\n";
   }
+  md << "| speculative / plain tokens per second | " << number("speedup") << "× |\n";
   md << "\nKL is KL(teacher ‖ INT4 target) per token on the validation split of the teacher's "
         "regenerated data; τ is the mean acceptance length of greedy speculative decoding by "
         "the engine on held-out prompts, always on the INT4 (QAD) target; the long prompts "
@@ -425,10 +429,10 @@ struct Pipeline {
   absl::Status TrainDrafterStage(const std::filesystem::path& target,
                                  const std::filesystem::path& data,
                                  const std::filesystem::path& init,
-                                 const std::filesystem::path& run, int64_t steps) {
+                                 const std::filesystem::path& run, int64_t steps, double lr) {
     DrafterTrainingOptions options{
         .target = target, .data = data, .init = init, .anchors = preset.anchors, .gamma = 7.0};
-    SetLoop(options.loop, run, steps, preset.drafter_accumulation, preset.drafter_lr);
+    SetLoop(options.loop, run, steps, preset.drafter_accumulation, lr);
     options.validation_sequences = kValidationSequences;
     options.seed = preset.seed;
     return TrainDrafter(options).status();
@@ -448,12 +452,12 @@ struct Pipeline {
       }
     }
     return TrainDrafterStage(layout.teacher(), layout.teacher_chat, layout.drafter_init,
-                             layout.stage1_run, preset.stage1_steps);
+                             layout.stage1_run, preset.stage1_steps, preset.drafter_lr);
   }
 
   absl::Status DrafterStage2() {
     return TrainDrafterStage(layout.qad(), layout.qad_chat, layout.stage1(), layout.stage2_run,
-                             preset.stage2_steps);
+                             preset.stage2_steps, preset.drafter_finetune_lr);
   }
 
   absl::Status GptqDrafter() {
@@ -544,6 +548,7 @@ absl::StatusOr<PipelinePreset> PipelinePresetNamed(std::string_view name) {
     preset.stage2_steps = 100;
     preset.drafter_accumulation = 1;
     preset.drafter_lr = 3e-3;
+    preset.drafter_finetune_lr = 1e-3;
     preset.gptq_sequences = 16;
     preset.gptq_anchors = 8;
     preset.drafter_group_size = 32;
@@ -579,6 +584,7 @@ absl::StatusOr<PipelinePreset> PipelinePresetNamed(std::string_view name) {
     preset.stage2_steps = 300;
     preset.drafter_accumulation = 2;
     preset.drafter_lr = 2e-3;
+    preset.drafter_finetune_lr = 4e-4;
     preset.gptq_sequences = 64;
     preset.gptq_anchors = 16;
     preset.drafter_group_size = 64;
@@ -624,6 +630,11 @@ absl::StatusOr<std::string> RunPipeline(const PipelinePreset& preset,
       {"evaluate", [&] { return pipeline.Evaluate(); }},
   };
   Json& report = pipeline.report;
+  for (const CorpusSource& source : DefaultCorpusSources()) {
+    report["corpus_sources"].push_back(
+        absl::StrCat(source.name, ": ", (source.root / source.extension_or_glob).string()));
+  }
+  report["corpus_bytes"] = preset.corpus_bytes;
   for (const auto& [name, step] : steps) {
     std::fprintf(stderr, "== pipeline: %s\n", name);
     const Clock::time_point start = Clock::now();

@@ -47,6 +47,9 @@ struct PipelinePreset {
   int64_t stage2_steps = 0;
   int64_t drafter_accumulation = 1;
   double drafter_lr = 0;
+  // Stage 2 starts from a drafter that already fits a target this close to the teacher: a
+  // lower rate refines it where the full one first undoes part of stage 1.
+  double drafter_finetune_lr = 0;
   int64_t gptq_sequences = 0;
   int64_t gptq_anchors = 0;
   int64_t drafter_group_size = 0;
