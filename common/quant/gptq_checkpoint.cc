@@ -91,13 +91,8 @@ absl::Status WriteGptqCheckpoint(const std::filesystem::path& model_dir,
                                  const LinearHessians& hessians, const GptqOptions& options,
                                  const std::filesystem::path& out_dir,
                                  const std::function<void(const QuantizeProgress&)>& progress) {
-  const std::filesystem::path config_path = model_dir / "config.json";
-  absl::StatusOr<nlohmann::json> config = io::ReadJsonFile(config_path);
+  absl::StatusOr<nlohmann::json> config = ReadDenseConfig(model_dir);
   if (!config.ok()) return config.status();
-  if (config->contains("quantization_config")) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        config_path.string(), " already has a quantization_config: quantize a dense checkpoint"));
-  }
   absl::StatusOr<io::Checkpoint> checkpoint = io::Checkpoint::Open(model_dir);
   if (!checkpoint.ok()) return checkpoint.status();
   if (absl::Status status = CheckHessians(*checkpoint, hessians, options); !status.ok()) {

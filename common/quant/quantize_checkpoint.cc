@@ -193,6 +193,17 @@ absl::Status WriteShardIndex(const std::filesystem::path& dir,
 
 }  // namespace
 
+absl::StatusOr<nlohmann::json> ReadDenseConfig(const std::filesystem::path& model_dir) {
+  const std::filesystem::path config_path = model_dir / "config.json";
+  absl::StatusOr<nlohmann::json> config = io::ReadJsonFile(config_path);
+  if (!config.ok()) return config.status();
+  if (config->contains("quantization_config")) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        config_path.string(), " already has a quantization_config: quantize a dense checkpoint"));
+  }
+  return config;
+}
+
 absl::Status PrepareOutputDir(const std::filesystem::path& dir) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
@@ -262,12 +273,8 @@ absl::Status QuantizeCheckpoint(const std::filesystem::path& model_dir,
                                 const std::function<void(const QuantizeProgress&)>& progress,
                                 const WeightOverrides* overrides) {
   const std::filesystem::path config_path = model_dir / "config.json";
-  absl::StatusOr<nlohmann::json> config = io::ReadJsonFile(config_path);
+  absl::StatusOr<nlohmann::json> config = ReadDenseConfig(model_dir);
   if (!config.ok()) return config.status();
-  if (config->contains("quantization_config")) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        config_path.string(), " already has a quantization_config: quantize a dense checkpoint"));
-  }
   absl::StatusOr<io::Qwen35TextConfig> text_config =
       io::ParseQwen35TextConfig(*config, config_path.string());
   if (!text_config.ok()) return text_config.status();

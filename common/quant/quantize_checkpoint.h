@@ -53,6 +53,8 @@ nlohmann::json CompressedTensorsConfig(const RtnOptions& rtn,
                                        const std::vector<std::string>& ignore);
 
 // Steps every writer of a quantized checkpoint takes (this one and gptq_checkpoint.h):
+// the input's config.json is read, and refused when it already has a quantization_config;
+absl::StatusOr<nlohmann::json> ReadDenseConfig(const std::filesystem::path& model_dir);
 // `dir` is created if missing and must be empty;
 absl::Status PrepareOutputDir(const std::filesystem::path& dir);
 // the tokenizer and generation files found beside the input weights are copied;
