@@ -41,7 +41,6 @@ absl::StatusOr<SpeculativeEvaluation> EvaluateSpeculative(
   if (!block_drafter.ok()) return block_drafter.status();
   spec::SpeculativeDecoder decoder(target, **block_drafter, nullptr);
   spec::AcceptanceStats total;
-  Throughput throughput;
   for (const std::vector<int64_t>& prompt : prompts) {
     absl::StatusOr<spec::GenerationResult> result =
         decoder.Generate(GreedyRequest(prompt, options));
@@ -56,12 +55,8 @@ absl::StatusOr<SpeculativeEvaluation> EvaluateSpeculative(
       total.proposed_at[i] += stats.proposed_at[i];
       total.accepted_at[i] += stats.accepted_at[i];
     }
-    throughput.Add(*result);
   }
-  SpeculativeEvaluation evaluation{.tau = total.tau(),
-                                   .acceptance_by_position = {},
-                                   .tokens_per_s = throughput.TokensPerSecond(),
-                                   .tokens = throughput.tokens};
+  SpeculativeEvaluation evaluation{.tau = total.tau(), .acceptance_by_position = {}};
   for (size_t i = 0; i < total.proposed_at.size(); ++i) {
     evaluation.acceptance_by_position.push_back(total.proposed_at[i] > 0
                                                     ? static_cast<double>(total.accepted_at[i]) /
@@ -71,18 +66,29 @@ absl::StatusOr<SpeculativeEvaluation> EvaluateSpeculative(
   return evaluation;
 }
 
-absl::StatusOr<double> EvaluatePlain(const model::Qwen35Model& target,
-                                     const std::vector<std::vector<int64_t>>& prompts,
-                                     const EvaluationOptions& options) {
-  spec::TargetDecoder decoder(target, nullptr);
-  Throughput throughput;
-  for (const std::vector<int64_t>& prompt : prompts) {
-    absl::StatusOr<spec::GenerationResult> result =
-        decoder.Generate(GreedyRequest(prompt, options));
-    if (!result.ok()) return result.status();
-    throughput.Add(*result);
+absl::StatusOr<SpeedComparison> CompareSpeeds(const model::Qwen35Model& target,
+                                              const std::filesystem::path& drafter,
+                                              const std::vector<std::vector<int64_t>>& prompts,
+                                              const EvaluationOptions& options, int64_t rounds) {
+  absl::StatusOr<std::unique_ptr<spec::BlockDrafter>> block_drafter = spec::OpenBlockDrafter(
+      drafter.string(), target, {.block_size = 0, .window = options.window, .min_confidence = 0});
+  if (!block_drafter.ok()) return block_drafter.status();
+  spec::TargetDecoder plain(target, nullptr);
+  spec::SpeculativeDecoder speculative(target, **block_drafter, nullptr);
+  Throughput plain_speed, speculative_speed;
+  for (int64_t round = 0; round < rounds; ++round) {
+    for (const std::vector<int64_t>& prompt : prompts) {
+      const spec::GenerationRequest request = GreedyRequest(prompt, options);
+      absl::StatusOr<spec::GenerationResult> alone = plain.Generate(request);
+      if (!alone.ok()) return alone.status();
+      plain_speed.Add(*alone);
+      absl::StatusOr<spec::GenerationResult> drafted = speculative.Generate(request);
+      if (!drafted.ok()) return drafted.status();
+      speculative_speed.Add(*drafted);
+    }
   }
-  return throughput.TokensPerSecond();
+  return SpeedComparison{.plain_tokens_per_s = plain_speed.TokensPerSecond(),
+                         .speculative_tokens_per_s = speculative_speed.TokensPerSecond()};
 }
 
 }  // namespace specd::train

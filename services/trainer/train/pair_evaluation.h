@@ -20,17 +20,22 @@ struct EvaluationOptions {
 struct SpeculativeEvaluation {
   double tau = 0;                              // tokens per verify step over all prompts
   std::vector<double> acceptance_by_position;  // [k − 1]: drafts at position k accepted
-  double tokens_per_s = 0;                     // new tokens over decoding time, all prompts
-  int64_t tokens = 0;
 };
 
 absl::StatusOr<SpeculativeEvaluation> EvaluateSpeculative(
     const model::Qwen35Model& target, const std::filesystem::path& drafter,
     const std::vector<std::vector<int64_t>>& prompts, const EvaluationOptions& options);
 
-// Target-only tokens per second on the same prompts.
-absl::StatusOr<double> EvaluatePlain(const model::Qwen35Model& target,
-                                     const std::vector<std::vector<int64_t>>& prompts,
-                                     const EvaluationOptions& options);
+// Decode tokens per second of the target alone and with `drafter` on the same prompts, run in
+// alternation (plain, speculative, plain, … for `rounds` passes) so that a noisy machine slows
+// both alike.
+struct SpeedComparison {
+  double plain_tokens_per_s = 0;
+  double speculative_tokens_per_s = 0;
+};
+absl::StatusOr<SpeedComparison> CompareSpeeds(const model::Qwen35Model& target,
+                                              const std::filesystem::path& drafter,
+                                              const std::vector<std::vector<int64_t>>& prompts,
+                                              const EvaluationOptions& options, int64_t rounds);
 
 }  // namespace specd::train
