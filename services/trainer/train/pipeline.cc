@@ -522,8 +522,6 @@ struct Pipeline {
 
 }  // namespace
 
-std::vector<std::string> PipelinePresetNames() { return {"smoke", "tiny"}; }
-
 absl::StatusOr<PipelinePreset> PipelinePresetNamed(std::string_view name) {
   PipelinePreset preset;
   preset.name = std::string(name);

@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/io/qwen35_config.h"
@@ -63,7 +62,6 @@ struct PipelinePreset {
 
 // "smoke" (minutes; what CI runs) or "tiny" (≤ 30 minutes on 2 cores; a pair worth serving).
 absl::StatusOr<PipelinePreset> PipelinePresetNamed(std::string_view name);
-std::vector<std::string> PipelinePresetNames();
 
 // Runs every step into `out` and writes out/report.json, out/report.md and out/plots/*.png.
 // Returns the report's JSON text.
