@@ -59,7 +59,7 @@ absl::StatusOr<Qwen35Model> Qwen35Model::Load(const io::Qwen35TextConfig& config
         WeightReader reader(checkpoint, config.tensor_prefix, options, quantized);
         const int64_t vocab = config.vocab_size;
         const int64_t hidden = config.hidden_size;
-        model.embed_tokens_ = reader.Matrix("embed_tokens.weight", vocab, hidden);
+        const at::Tensor embed_tokens = reader.Matrix("embed_tokens.weight", vocab, hidden);
         for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
           model.layers_.push_back(DecoderLayer::Load(reader, config, i));
         }
@@ -68,17 +68,12 @@ absl::StatusOr<Qwen35Model> Qwen35Model::Load(const io::Qwen35TextConfig& config
         if (!reader.status().ok()) return reader.status();
         model.parameters_ = reader.parameters();
         if (config.tie_word_embeddings) {
-          model.lm_head_ = model.embed_tokens_;
+          model.head_ = TokenHead(embed_tokens, embed_tokens);
         } else {
-          // The head sits beside the text model, outside its prefix, in both layouts.
-          if (quantized.Contains("lm_head")) {
-            return absl::UnimplementedError("a quantized lm_head is not supported");
-          }
-          WeightReader head_reader(checkpoint, "", options);
-          model.lm_head_ = head_reader.Matrix("lm_head.weight", vocab, hidden);
-          if (!head_reader.status().ok()) return head_reader.status();
-          model.parameters_.insert(model.parameters_.end(), head_reader.parameters().begin(),
-                                   head_reader.parameters().end());
+          absl::StatusOr<at::Tensor> lm_head =
+              TokenHead::ReadUntiedHead(config, checkpoint, options, quantized, model.parameters_);
+          if (!lm_head.ok()) return lm_head.status();
+          model.head_ = TokenHead(embed_tokens, *std::move(lm_head));
         }
         const auto rotary_dim =
             static_cast<int64_t>(config.head_dim * config.partial_rotary_factor);
@@ -181,14 +176,6 @@ ForwardOutput Qwen35Model::Forward(const at::Tensor& ids, Qwen35Cache& cache,
   output.logits = Head(options.logit_rows == LogitRows::kAll ? h : h.narrow(0, length - 1, 1));
   for (const int64_t index : options.hidden_states) output.hidden_states.push_back(states[index]);
   return output;
-}
-
-at::Tensor Qwen35Model::Embed(const at::Tensor& ids) const {
-  return at::embedding(embed_tokens_, ids);
-}
-
-at::Tensor Qwen35Model::Head(const at::Tensor& hidden) const {
-  return Project(hidden, lm_head_).to(at::kFloat);
 }
 
 }  // namespace specd::model

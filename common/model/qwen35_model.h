@@ -19,6 +19,7 @@
 #include "common/model/qwen35_cache.h"
 #include "common/model/rms_norm.h"
 #include "common/model/rope.h"
+#include "common/model/token_head.h"
 
 namespace specd::model {
 
@@ -76,9 +77,10 @@ class Qwen35Model {
                                              const ForwardOptions& options = {}) const;
 
   // The embedding rows of `ids` [T, hidden]; the head is tied to them or not.
-  at::Tensor Embed(const at::Tensor& ids) const;
+  at::Tensor Embed(const at::Tensor& ids) const { return head_.Embed(ids); }
   // Logits [T, vocab] float32 of final hidden states [T, hidden].
-  at::Tensor Head(const at::Tensor& hidden) const;
+  at::Tensor Head(const at::Tensor& hidden) const { return head_.Head(hidden); }
+  const TokenHead& token_head() const { return head_; }
 
  private:
   Qwen35Model() = default;
@@ -90,10 +92,9 @@ class Qwen35Model {
 
   io::Qwen35TextConfig config_;
   ModelOptions options_;
-  at::Tensor embed_tokens_;  // [vocab, hidden]
   std::vector<DecoderLayer> layers_;
   ZeroCentredRmsNorm norm_;
-  at::Tensor lm_head_;  // [vocab, hidden]; embed_tokens_ itself when tied
+  TokenHead head_;
   RotaryEmbedding rotary_;
   std::vector<NamedParameter> parameters_;
 };

@@ -11,10 +11,10 @@
 
 namespace specd::spec {
 
-absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> DFlashBlockDrafter::Create(
-    model::DFlashDrafter drafter, const model::Qwen35Model& target,
-    const DFlashBlockOptions& options) {
-  if (absl::Status fits = drafter.CheckTarget(target.config()); !fits.ok()) return fits;
+absl::StatusOr<int64_t> CheckDFlashBlockOptions(const model::DFlashDrafter& drafter,
+                                                const io::Qwen35TextConfig& target_config,
+                                                const DFlashBlockOptions& options) {
+  if (absl::Status fits = drafter.CheckTarget(target_config); !fits.ok()) return fits;
   const int64_t trained = drafter.config().block_size;
   const int64_t block_size = options.block_size > 0 ? options.block_size : trained;
   if (block_size > trained) {
@@ -26,14 +26,50 @@ absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> DFlashBlockDrafter::Create(
                                                    " must be ≥ 0 and min confidence ",
                                                    options.min_confidence, " in [0, 1]"));
   }
-  return std::unique_ptr<DFlashBlockDrafter>(
-      new DFlashBlockDrafter(std::move(drafter), target, options, block_size));
+  return block_size;
 }
 
-DFlashBlockDrafter::DFlashBlockDrafter(model::DFlashDrafter drafter,
-                                       const model::Qwen35Model& target,
+absl::StatusOr<DraftProposal> ProposeBlock(const model::DFlashDrafter& drafter,
+                                           const model::TokenHead& head, model::DFlashCache& cache,
+                                           int64_t anchor, int64_t block_size, int64_t count,
+                                           const DFlashBlockOptions& options) {
+  if (count <= 0) return DraftProposal();
+  // Always the whole block: attention is non-causal, so a shorter block would change the
+  // proposals that are kept.
+  std::vector<int64_t> block(block_size, drafter.config().mask_token_id);
+  block[0] = anchor;
+  const c10::Device device = head.embed_tokens().device();
+  absl::StatusOr<at::Tensor> hidden = drafter.DraftBlock(
+      head.Embed(at::tensor(block, at::kLong).to(device)), cache, {.window = options.window});
+  if (!hidden.ok()) return hidden.status();
+  const at::Tensor logits = head.Head(hidden->narrow(0, 1, count));
+  const auto [probability, token] = at::softmax(logits, -1).max(-1);
+  const at::Tensor tokens = token.cpu();
+  const at::Tensor confidence = probability.to(at::kFloat).cpu().contiguous();
+  int64_t kept = count;
+  if (options.min_confidence > 0) {
+    // The first position below the threshold and everything after it are dropped.
+    kept =
+        at::cumprod((confidence >= options.min_confidence).to(at::kLong), 0).sum().item<int64_t>();
+  }
+  const int64_t* ids = tokens.data_ptr<int64_t>();
+  const float* confidences = confidence.data_ptr<float>();
+  return DraftProposal{.tokens = std::vector<int64_t>(ids, ids + kept),
+                       .confidence = std::vector<float>(confidences, confidences + kept)};
+}
+
+absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> DFlashBlockDrafter::Create(
+    model::DFlashDrafter drafter, const model::TokenHead& head,
+    const io::Qwen35TextConfig& target_config, const DFlashBlockOptions& options) {
+  absl::StatusOr<int64_t> block_size = CheckDFlashBlockOptions(drafter, target_config, options);
+  if (!block_size.ok()) return block_size.status();
+  return std::unique_ptr<DFlashBlockDrafter>(
+      new DFlashBlockDrafter(std::move(drafter), head, options, *block_size));
+}
+
+DFlashBlockDrafter::DFlashBlockDrafter(model::DFlashDrafter drafter, const model::TokenHead& head,
                                        const DFlashBlockOptions& options, int64_t block_size)
-    : drafter_(std::move(drafter)), target_(target), options_(options), block_size_(block_size) {}
+    : drafter_(std::move(drafter)), head_(head), options_(options), block_size_(block_size) {}
 
 std::vector<int64_t> DFlashBlockDrafter::TargetHiddenStates() const {
   return drafter_.TargetHiddenStates();
@@ -55,27 +91,11 @@ absl::Status DFlashBlockDrafter::Commit(const CommittedContext& context) {
 absl::StatusOr<std::vector<int64_t>> DFlashBlockDrafter::Propose(int64_t anchor,
                                                                  int64_t max_tokens) {
   if (!cache_.has_value()) return absl::FailedPreconditionError("Propose before Start");
-  const int64_t count = std::min(block_size_ - 1, max_tokens);
-  if (count <= 0) return std::vector<int64_t>();
-  // Always the whole block the drafter was asked for: its attention is non-causal, so a shorter
-  // block would change the proposals that are kept.
-  std::vector<int64_t> block(block_size_, drafter_.config().mask_token_id);
-  block[0] = anchor;
-  absl::StatusOr<at::Tensor> hidden =
-      drafter_.DraftBlock(target_.Embed(at::tensor(block, at::kLong).to(target_.options().device)),
-                          *cache_, {.window = options_.window});
-  if (!hidden.ok()) return hidden.status();
-  const at::Tensor logits = target_.Head(hidden->narrow(0, 1, count));
-  const at::Tensor tokens = logits.argmax(-1).cpu();
-  int64_t kept = count;
-  if (options_.min_confidence > 0) {
-    const at::Tensor confident =
-        (std::get<0>(at::softmax(logits, -1).max(-1)) >= options_.min_confidence).cpu();
-    // The first position below the threshold and everything after it are dropped.
-    kept = at::cumprod(confident.to(at::kLong), 0).sum().item<int64_t>();
-  }
-  const int64_t* data = tokens.data_ptr<int64_t>();
-  return std::vector<int64_t>(data, data + kept);
+  absl::StatusOr<DraftProposal> proposal =
+      ProposeBlock(drafter_, head_, *cache_, anchor, block_size_,
+                   std::min(block_size_ - 1, max_tokens), options_);
+  if (!proposal.ok()) return proposal.status();
+  return std::move(proposal->tokens);
 }
 
 }  // namespace specd::spec

@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "common/model/dflash_cache.h"
 #include "common/model/dflash_drafter.h"
-#include "common/model/qwen35_model.h"
+#include "common/model/token_head.h"
 #include "common/spec/block_drafter.h"
 
 namespace specd::spec {
@@ -23,13 +23,32 @@ struct DFlashBlockOptions {
   double min_confidence = 0;
 };
 
+// OK when `drafter` fits the target of `target_config` (DFlashDrafter::CheckTarget) and the
+// options are in range; the block size the options ask for, or the drafter's own.
+absl::StatusOr<int64_t> CheckDFlashBlockOptions(const model::DFlashDrafter& drafter,
+                                                const io::Qwen35TextConfig& target_config,
+                                                const DFlashBlockOptions& options);
+
+struct DraftProposal {
+  std::vector<int64_t> tokens;
+  std::vector<float> confidence;  // the drafter's probability of each token
+};
+
+// One non-causal forward over [anchor, MASK × (block_size − 1)] on `cache`, whose context ends
+// just before the anchor: up to `count` (< block_size) greedy proposals read off the target's
+// head, cut before the first one less likely than options.min_confidence.
+absl::StatusOr<DraftProposal> ProposeBlock(const model::DFlashDrafter& drafter,
+                                           const model::TokenHead& head, model::DFlashCache& cache,
+                                           int64_t anchor, int64_t block_size, int64_t count,
+                                           const DFlashBlockOptions& options);
+
 class DFlashBlockDrafter final : public BlockDrafter {
  public:
-  // Fails unless `drafter` fits `target` (DFlashDrafter::CheckTarget) and the options are in
-  // range. `target` (its embedding and head) must outlive the result.
+  // Fails unless CheckDFlashBlockOptions does. `head` (the target's embedding and head) must
+  // outlive the result.
   static absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> Create(
-      model::DFlashDrafter drafter, const model::Qwen35Model& target,
-      const DFlashBlockOptions& options);
+      model::DFlashDrafter drafter, const model::TokenHead& head,
+      const io::Qwen35TextConfig& target_config, const DFlashBlockOptions& options);
 
   int64_t block_size() const override { return block_size_; }
   std::vector<int64_t> TargetHiddenStates() const override;
@@ -38,11 +57,11 @@ class DFlashBlockDrafter final : public BlockDrafter {
   absl::Status Commit(const CommittedContext& context) override;
 
  private:
-  DFlashBlockDrafter(model::DFlashDrafter drafter, const model::Qwen35Model& target,
+  DFlashBlockDrafter(model::DFlashDrafter drafter, const model::TokenHead& head,
                      const DFlashBlockOptions& options, int64_t block_size);
 
   model::DFlashDrafter drafter_;
-  const model::Qwen35Model& target_;
+  const model::TokenHead& head_;
   DFlashBlockOptions options_;
   int64_t block_size_;
   std::optional<model::DFlashCache> cache_;

@@ -22,8 +22,8 @@ absl::StatusOr<std::unique_ptr<BlockDrafter>> OpenBlockDrafter(const std::string
   absl::StatusOr<model::DFlashDrafter> drafter =
       model::DFlashDrafter::Load(source, target.options());
   if (!drafter.ok()) return drafter.status();
-  absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> block =
-      DFlashBlockDrafter::Create(*std::move(drafter), target, options);
+  absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> block = DFlashBlockDrafter::Create(
+      *std::move(drafter), target.token_head(), target.config(), options);
   if (!block.ok()) return block.status();
   return std::unique_ptr<BlockDrafter>(*std::move(block));
 }

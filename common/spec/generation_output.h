@@ -30,6 +30,7 @@ class GenerationOutput {
   const std::vector<int64_t>& ids() const { return result_.ids; }
   int64_t size() const { return static_cast<int64_t>(result_.ids.size()); }
   bool stopped() const { return result_.stop_reason != StopReason::kNone; }
+  StopReason stop_reason() const { return result_.stop_reason; }
 
   // The result with its timings, as of now.
   GenerationResult Finish() &&;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/spec/draft_acceptance.h"
 #include "common/spec/elapsed.h"
 #include "common/spec/reusable_cache.h"
 
@@ -95,24 +96,17 @@ absl::Status SpeculativeDecoder::Step(const GenerationRequest& request, model::S
       block, cache,
       {.logit_rows = model::LogitRows::kAll, .hidden_states = drafter_.TargetHiddenStates()});
   if (!verify.ok()) return verify.status();
-  // Row i of the logits is the target's next token after block[i]: draft block[i + 1] stands
-  // while it equals the target's choice there.
   const int64_t before = output.size();
-  int64_t accepted = 0;
-  for (int64_t i = 0; i <= proposed; ++i) {
-    const int64_t token = sampler.Sample(verify->logits[i], request.prompt, output.ids());
-    const bool matched = i < proposed && block[i + 1] == token;
-    if (matched) ++accepted;
-    absl::StatusOr<bool> stopped = output.Push(token);
-    if (!stopped.ok()) return stopped.status();
-    if (*stopped || !matched) break;
-  }
-  const int64_t committed = accepted + 1;  // the anchor and the accepted drafts
+  absl::StatusOr<int64_t> accepted =
+      AcceptDrafts(verify->logits, block, sampler, request.prompt, output.ids(),
+                   [&output](int64_t token) { return output.Push(token); });
+  if (!accepted.ok()) return accepted.status();
+  const int64_t committed = *accepted + 1;  // the anchor and the accepted drafts
   if (!output.stopped()) {
     if (absl::Status rolled = cache.Rollback(committed); !rolled.ok()) return rolled;
   }
   stats.verify_ms += MillisecondsSince(start);
-  stats.RecordStep(proposed, accepted, output.size() - before);
+  stats.RecordStep(proposed, *accepted, output.size() - before);
   if (output.stopped()) return absl::OkStatus();
 
   start = Clock::now();

@@ -163,8 +163,9 @@ TEST_F(SamplingDistributionTest, WithARandomDrafterBothTokensFollowTheTarget) {
   absl::StatusOr<model::DFlashDrafter> drafter = testing::RandomDrafter(
       *target_, {.num_layers = 1, .block_size = kBlockSize, .seed = 2, .mask_token_id = -1});
   ASSERT_TRUE(drafter.ok()) << drafter.status();
-  absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> block = DFlashBlockDrafter::Create(
-      *std::move(drafter), *target_, {.block_size = kBlockSize, .window = 0, .min_confidence = 0});
+  absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> block =
+      DFlashBlockDrafter::Create(*std::move(drafter), target_->token_head(), target_->config(),
+                                 {.block_size = kBlockSize, .window = 0, .min_confidence = 0});
   ASSERT_TRUE(block.ok()) << block.status();
   const std::vector<std::vector<int64_t>> samples = Sample(**block);
   EXPECT_TRUE(Fits(Column(samples, 0), exact_.first));

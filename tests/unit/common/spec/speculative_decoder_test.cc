@@ -62,8 +62,8 @@ class SpeculativeDecoderTest : public ::testing::Test {
                   {.num_layers = 2, .block_size = kMaxBlock, .seed = 11, .mask_token_id = -1});
     EXPECT_TRUE(drafter.ok()) << drafter.status();
     if (!drafter.ok()) return nullptr;
-    absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> block =
-        DFlashBlockDrafter::Create(*std::move(drafter), target, options);
+    absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> block = DFlashBlockDrafter::Create(
+        *std::move(drafter), target.token_head(), target.config(), options);
     EXPECT_TRUE(block.ok()) << block.status();
     return block.ok() ? *std::move(block) : nullptr;
   }
@@ -273,7 +273,7 @@ TEST_F(SpeculativeDecoderTest, RefusesABlockLargerThanTheDrafterWasMadeFor) {
   absl::StatusOr<model::DFlashDrafter> drafter = FixtureDrafter();
   ASSERT_TRUE(drafter.ok()) << drafter.status();
   EXPECT_EQ(
-      DFlashBlockDrafter::Create(*std::move(drafter), Target(),
+      DFlashBlockDrafter::Create(*std::move(drafter), Target().token_head(), Target().config(),
                                  {.block_size = kMaxBlock + 1, .window = 0, .min_confidence = 0})
           .status()
           .code(),

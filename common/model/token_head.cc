@@ -1,0 +1,71 @@
+#include "common/model/token_head.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/io/qwen35_checkpoint_config.h"
+#include "common/model/linear.h"
+#include "common/model/weight_reader.h"
+
+namespace specd::model {
+
+TokenHead::TokenHead(at::Tensor embed_tokens, at::Tensor lm_head)
+    : embed_tokens_(std::move(embed_tokens)), lm_head_(std::move(lm_head)) {}
+
+absl::StatusOr<TokenHead> TokenHead::Load(const std::filesystem::path& dir,
+                                          const ModelOptions& options) {
+  absl::StatusOr<io::Qwen35CheckpointConfig> config = io::ReadQwen35CheckpointConfig(dir);
+  if (!config.ok()) return config.status();
+  absl::StatusOr<io::Checkpoint> checkpoint = io::Checkpoint::Open(dir);
+  if (!checkpoint.ok()) return checkpoint.status();
+  const io::Qwen35TextConfig& text = config->text;
+  try {
+    WeightReader reader(*checkpoint, text.tensor_prefix, options);
+    at::Tensor embed = reader.Matrix("embed_tokens.weight", text.vocab_size, text.hidden_size);
+    if (!reader.status().ok()) return reader.status();
+    if (text.tie_word_embeddings) return TokenHead(embed, embed);
+    QuantizedLinears quantized;
+    if (config->quantization.has_value()) {
+      absl::StatusOr<QuantizedLinears> linears =
+          QuantizedLinears::FromConfig(*config->quantization);
+      if (!linears.ok()) return linears.status();
+      quantized = *std::move(linears);
+    }
+    std::vector<NamedParameter> parameters;
+    absl::StatusOr<at::Tensor> head =
+        ReadUntiedHead(text, *checkpoint, options, quantized, parameters);
+    if (!head.ok()) return head.status();
+    return TokenHead(std::move(embed), *std::move(head));
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat("loading the embedding and head of ", dir.string(),
+                                            ": ", e.what_without_backtrace()));
+  }
+}
+
+absl::StatusOr<at::Tensor> TokenHead::ReadUntiedHead(const io::Qwen35TextConfig& config,
+                                                     const io::Checkpoint& checkpoint,
+                                                     const ModelOptions& options,
+                                                     const QuantizedLinears& quantized,
+                                                     std::vector<NamedParameter>& parameters) {
+  if (quantized.Contains("lm_head")) {
+    return absl::UnimplementedError("a quantized lm_head is not supported");
+  }
+  WeightReader reader(checkpoint, "", options);
+  at::Tensor head = reader.Matrix("lm_head.weight", config.vocab_size, config.hidden_size);
+  if (!reader.status().ok()) return reader.status();
+  parameters.insert(parameters.end(), reader.parameters().begin(), reader.parameters().end());
+  return head;
+}
+
+at::Tensor TokenHead::Embed(const at::Tensor& ids) const {
+  return at::embedding(embed_tokens_, ids);
+}
+
+at::Tensor TokenHead::Head(const at::Tensor& hidden) const {
+  return Project(hidden, lm_head_).to(at::kFloat);
+}
+
+}  // namespace specd::model
