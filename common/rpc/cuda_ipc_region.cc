@@ -1,0 +1,246 @@
+#include "common/rpc/cuda_ipc_region.h"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace specd::rpc {
+namespace {
+
+// Turns a CUDA runtime error into a status that names the call, and clears it from the runtime's
+// last-error slot so that it does not surface again in an unrelated call.
+absl::Status CudaStatus(cudaError_t error, const std::string& what) {
+  if (error == cudaSuccess) return absl::OkStatus();
+  cudaGetLastError();
+  std::string message =
+      absl::StrCat(what, ": ", cudaGetErrorName(error), " (", cudaGetErrorString(error), ")");
+  switch (error) {
+    case cudaErrorMemoryAllocation:
+      return absl::ResourceExhaustedError(message);
+    case cudaErrorNoDevice:
+    case cudaErrorInsufficientDriver:
+      return absl::FailedPreconditionError(message);
+    case cudaErrorInvalidDevice:
+      return absl::InvalidArgumentError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+// The UUID as nvidia-smi prints it: "GPU-" and 16 bytes in 4-2-2-2-6 groups of lower-case hex.
+std::string FormatUuid(const cudaUUID_t& uuid) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(uuid.bytes);
+  std::string text = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) text += '-';
+    char hex[3];
+    std::snprintf(hex, sizeof(hex), "%02x", bytes[i]);
+    text += hex;
+  }
+  return text;
+}
+
+absl::StatusOr<std::string> DeviceUuid(int device) {
+  cudaDeviceProp properties;
+  if (absl::Status status = CudaStatus(cudaGetDeviceProperties(&properties, device),
+                                       absl::StrCat("cudaGetDeviceProperties(", device, ")"));
+      !status.ok()) {
+    return status;
+  }
+  return FormatUuid(properties.uuid);
+}
+
+// This process's ordinal of the device with `uuid`, trying `hint` first.
+absl::StatusOr<int> FindDevice(const std::string& uuid, int hint) {
+  int count = 0;
+  if (absl::Status status = CudaStatus(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+      !status.ok()) {
+    return status;
+  }
+  if (hint >= 0 && hint < count) {
+    absl::StatusOr<std::string> hinted = DeviceUuid(hint);
+    if (hinted.ok() && *hinted == uuid) return hint;
+  }
+  for (int device = 0; device < count; ++device) {
+    absl::StatusOr<std::string> candidate = DeviceUuid(device);
+    if (!candidate.ok()) return candidate.status();
+    if (*candidate == uuid) return device;
+  }
+  return absl::NotFoundError(absl::StrCat("CUDA device ", uuid, " is not among the ", count,
+                                          " devices this process sees (CUDA_VISIBLE_DEVICES?)"));
+}
+
+// Makes `device` current for one scope and restores the caller's device after it.
+class ScopedDevice {
+ public:
+  explicit ScopedDevice(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    status_ = CudaStatus(cudaSetDevice(device), absl::StrCat("cudaSetDevice(", device, ")"));
+  }
+  ~ScopedDevice() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
+  }
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+  const absl::Status& status() const { return status_; }
+
+ private:
+  int previous_ = -1;
+  absl::Status status_;
+};
+
+}  // namespace
+
+absl::StatusOr<CudaIpcBuffer> CudaIpcBuffer::Create(uint64_t size_bytes, int device) {
+  if (size_bytes == 0) return absl::InvalidArgumentError("CUDA IPC buffer size must be positive");
+  ScopedDevice scoped_device(device);
+  if (!scoped_device.status().ok()) return scoped_device.status();
+  absl::StatusOr<std::string> uuid = DeviceUuid(device);
+  if (!uuid.ok()) return uuid.status();
+
+  void* data = nullptr;
+  if (absl::Status status =
+          CudaStatus(cudaMalloc(&data, size_bytes),
+                     absl::StrCat("cudaMalloc(", size_bytes, " bytes) on device ", device));
+      !status.ok()) {
+    return status;
+  }
+  cudaEvent_t event = nullptr;
+  cudaIpcMemHandle_t memory_handle;
+  cudaIpcEventHandle_t event_handle;
+  absl::Status status =
+      CudaStatus(cudaIpcGetMemHandle(&memory_handle, data), "cudaIpcGetMemHandle");
+  if (status.ok()) {
+    status =
+        CudaStatus(cudaEventCreateWithFlags(&event, cudaEventInterprocess | cudaEventDisableTiming),
+                   "cudaEventCreateWithFlags(interprocess)");
+  }
+  if (status.ok()) {
+    status = CudaStatus(cudaIpcGetEventHandle(&event_handle, event), "cudaIpcGetEventHandle");
+  }
+  if (!status.ok()) {
+    if (event != nullptr) cudaEventDestroy(event);
+    cudaFree(data);
+    return status;
+  }
+  v1::CudaIpcRegion region;
+  region.set_memory_handle(memory_handle.reserved, sizeof(memory_handle.reserved));
+  region.set_event_handle(event_handle.reserved, sizeof(event_handle.reserved));
+  region.set_device_index(device);
+  region.set_device_uuid(*std::move(uuid));
+  region.set_size_bytes(size_bytes);
+  return CudaIpcBuffer(data, event, std::move(region));
+}
+
+CudaIpcBuffer::CudaIpcBuffer(void* data, cudaEvent_t event, v1::CudaIpcRegion region)
+    : data_(data), event_(event), region_(std::move(region)) {}
+
+CudaIpcBuffer::CudaIpcBuffer(CudaIpcBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      event_(std::exchange(other.event_, nullptr)),
+      region_(std::move(other.region_)) {}
+
+CudaIpcBuffer& CudaIpcBuffer::operator=(CudaIpcBuffer&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    data_ = std::exchange(other.data_, nullptr);
+    event_ = std::exchange(other.event_, nullptr);
+    region_ = std::move(other.region_);
+  }
+  return *this;
+}
+
+CudaIpcBuffer::~CudaIpcBuffer() { Reset(); }
+
+void CudaIpcBuffer::Reset() {
+  if (event_ != nullptr) cudaEventDestroy(std::exchange(event_, nullptr));
+  if (data_ != nullptr) cudaFree(std::exchange(data_, nullptr));
+  region_.Clear();
+}
+
+absl::Status CudaIpcBuffer::RecordWrite(cudaStream_t stream) {
+  return CudaStatus(cudaEventRecord(event_, stream), "cudaEventRecord(interprocess event)");
+}
+
+absl::StatusOr<CudaIpcMapping> CudaIpcMapping::Open(const v1::CudaIpcRegion& region) {
+  if (region.memory_handle().size() != sizeof(cudaIpcMemHandle_t)) {
+    return absl::InvalidArgumentError(absl::StrCat("CUDA IPC memory handle has ",
+                                                   region.memory_handle().size(), " bytes, not ",
+                                                   sizeof(cudaIpcMemHandle_t)));
+  }
+  if (!region.event_handle().empty() &&
+      region.event_handle().size() != sizeof(cudaIpcEventHandle_t)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CUDA IPC event handle has ", region.event_handle().size(),
+                     " bytes, not 0 or ", sizeof(cudaIpcEventHandle_t)));
+  }
+  if (region.device_uuid().empty()) {
+    return absl::InvalidArgumentError("CUDA IPC region names no device_uuid");
+  }
+  absl::StatusOr<int> device = FindDevice(region.device_uuid(), region.device_index());
+  if (!device.ok()) return device.status();
+  ScopedDevice scoped_device(*device);
+  if (!scoped_device.status().ok()) return scoped_device.status();
+
+  cudaIpcMemHandle_t memory_handle;
+  std::memcpy(memory_handle.reserved, region.memory_handle().data(), sizeof(memory_handle));
+  void* data = nullptr;
+  if (absl::Status status =
+          CudaStatus(cudaIpcOpenMemHandle(&data, memory_handle, cudaIpcMemLazyEnablePeerAccess),
+                     absl::StrCat("cudaIpcOpenMemHandle on ", region.device_uuid()));
+      !status.ok()) {
+    return status;
+  }
+  cudaEvent_t event = nullptr;
+  if (!region.event_handle().empty()) {
+    cudaIpcEventHandle_t event_handle;
+    std::memcpy(event_handle.reserved, region.event_handle().data(), sizeof(event_handle));
+    if (absl::Status status =
+            CudaStatus(cudaIpcOpenEventHandle(&event, event_handle), "cudaIpcOpenEventHandle");
+        !status.ok()) {
+      cudaIpcCloseMemHandle(data);
+      return status;
+    }
+  }
+  return CudaIpcMapping(data, event, region.size_bytes(), *device);
+}
+
+CudaIpcMapping::CudaIpcMapping(void* data, cudaEvent_t event, uint64_t size, int device)
+    : data_(data), event_(event), size_(size), device_(device) {}
+
+CudaIpcMapping::CudaIpcMapping(CudaIpcMapping&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      event_(std::exchange(other.event_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      device_(std::exchange(other.device_, -1)) {}
+
+CudaIpcMapping& CudaIpcMapping::operator=(CudaIpcMapping&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    data_ = std::exchange(other.data_, nullptr);
+    event_ = std::exchange(other.event_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    device_ = std::exchange(other.device_, -1);
+  }
+  return *this;
+}
+
+CudaIpcMapping::~CudaIpcMapping() { Reset(); }
+
+void CudaIpcMapping::Reset() {
+  if (event_ != nullptr) cudaEventDestroy(std::exchange(event_, nullptr));
+  if (data_ != nullptr) cudaIpcCloseMemHandle(std::exchange(data_, nullptr));
+  size_ = 0;
+  device_ = -1;
+}
+
+absl::Status CudaIpcMapping::WaitForWrites(cudaStream_t stream) {
+  if (event_ == nullptr) return absl::OkStatus();
+  return CudaStatus(cudaStreamWaitEvent(stream, event_, 0),
+                    "cudaStreamWaitEvent(interprocess event)");
+}
+
+}  // namespace specd::rpc

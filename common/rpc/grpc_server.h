@@ -1,0 +1,31 @@
+#pragma once
+// How every specd process serves gRPC: its services plus the standard health service
+// (grpc.health.v1, one entry per service name) and server reflection, and a count of every
+// handled call by method and status code (`specd_grpc_server_handled_total`).
+#include <grpcpp/server.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/metrics/registry.h"
+
+namespace specd::rpc {
+
+struct GrpcServer {
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;  // the port bound (the one asked for, or the one picked for port 0)
+};
+
+// Listens on `address` ("HOST:PORT"; port 0 picks one). `services` must outlive the server;
+// `health_names` are the service names the health service reports as SERVING.
+absl::StatusOr<GrpcServer> StartGrpcServer(const std::string& address,
+                                           const std::vector<grpc::Service*>& services,
+                                           const std::vector<std::string>& health_names,
+                                           metrics::Registry& registry);
+
+// Reports every name of `server`'s health service as NOT_SERVING (a draining server).
+void MarkNotServing(grpc::Server& server);
+
+}  // namespace specd::rpc
