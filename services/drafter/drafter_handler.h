@@ -1,0 +1,67 @@
+#pragma once
+// The DFlash drafter service (protos/specd/v1/drafter.proto): the drafter, the target's embedding
+// and head, and one session per request — a mapping of the verifier's context buffer and the
+// drafter's context K/V cache. Each Draft projects the context rows it has not seen yet and
+// proposes one block in one non-causal forward (spec::ProposeBlock).
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/time/time.h"
+#include "common/io/qwen35_config.h"
+#include "common/metrics/gauge.h"
+#include "common/model/dflash_drafter.h"
+#include "common/model/token_head.h"
+#include "common/rpc/session_table.h"
+#include "services/drafter/drafter_client.h"
+
+namespace specd::drafter {
+
+struct DrafterOptions {
+  std::string model_name;      // reported by Info (e.g. the checkpoint directory)
+  std::string quantization;    // "w4a16" or "dense"
+  int64_t default_window = 0;  // a Draft without a window gets this one; 0: full attention
+  int64_t max_sessions = 64;
+  absl::Duration session_idle_timeout = absl::Seconds(60);
+  metrics::Gauge* open_sessions = nullptr;  // optional: follows the number of open sessions
+};
+
+class DrafterHandler final : public DrafterClient {
+ public:
+  // Fails unless `drafter` fits the target of `target_config`.
+  static absl::StatusOr<std::unique_ptr<DrafterHandler>> Create(model::DFlashDrafter drafter,
+                                                                model::TokenHead head,
+                                                                io::Qwen35TextConfig target_config,
+                                                                DrafterOptions options);
+  ~DrafterHandler() override;
+
+  absl::StatusOr<v1::DraftResponse> Draft(const v1::DraftRequest& request) override;
+  absl::StatusOr<v1::DrafterServiceReleaseResponse> Release(
+      const v1::DrafterServiceReleaseRequest& request) override;
+  absl::StatusOr<v1::DrafterServiceInfoResponse> Info() override;
+
+  size_t open_sessions() const { return sessions_.size(); }
+
+ private:
+  struct Session;
+
+  DrafterHandler(model::DFlashDrafter drafter, model::TokenHead head,
+                 io::Qwen35TextConfig target_config, DrafterOptions options);
+
+  // The session, opened (`opened` set) on its first Draft.
+  absl::StatusOr<std::shared_ptr<Session>> FindOrOpen(const std::string& session_id, bool& opened);
+  // Brings the session's cache up to the handle's token_range.end and drafts the block.
+  absl::StatusOr<v1::DraftResponse> RunDraft(Session& session, const v1::DraftRequest& request,
+                                             int64_t block_size, int64_t window);
+
+  const model::DFlashDrafter drafter_;
+  const model::TokenHead head_;
+  const io::Qwen35TextConfig target_config_;
+  const DrafterOptions options_;
+  const std::string instance_id_;
+  std::mutex compute_mutex_;  // one forward at a time, like one device stream
+  rpc::SessionTable<Session> sessions_;
+};
+
+}  // namespace specd::drafter

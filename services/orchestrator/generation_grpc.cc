@@ -1,0 +1,36 @@
+#include "services/orchestrator/generation_grpc.h"
+
+#include "common/rpc/status.h"
+#include "common/rpc/unary.h"
+
+namespace specd::orchestrator {
+
+grpc::Status GenerationGrpcService::Generate(grpc::ServerContext* context,
+                                             const v1::GenerateRequest* request,
+                                             v1::GenerateResponse* response) {
+  return rpc::Reply(handler_.Generate(*request, [context] { return context->IsCancelled(); }),
+                    response);
+}
+
+grpc::Status GenerationGrpcService::GenerateStream(
+    grpc::ServerContext* context, const v1::GenerateStreamRequest* request,
+    grpc::ServerWriter<v1::GenerateStreamResponse>* writer) {
+  return rpc::ToGrpcStatus(handler_.GenerateStream(
+      *request, [context] { return context->IsCancelled(); },
+      [writer](const v1::GenerateStreamResponse& message) { return writer->Write(message); }));
+}
+
+grpc::Status GenerationGrpcService::Abort(grpc::ServerContext*, const v1::AbortRequest* request,
+                                          v1::AbortResponse* response) {
+  *response = handler_.Abort(*request);
+  return grpc::Status::OK;
+}
+
+grpc::Status GenerationGrpcService::GetModelInfo(grpc::ServerContext*,
+                                                 const v1::GetModelInfoRequest*,
+                                                 v1::GetModelInfoResponse* response) {
+  *response = handler_.GetModelInfo();
+  return grpc::Status::OK;
+}
+
+}  // namespace specd::orchestrator

@@ -1,0 +1,70 @@
+#include "services/verifier/sampling_params.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace specd::verifier {
+namespace {
+
+absl::Status OutOfRange(const char* field, double value, const char* range) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("sampling.", field, " = ", value, " is outside ", range));
+}
+
+absl::Status Unsupported(const char* field) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("sampling.", field, " is not supported by this server yet"));
+}
+
+}  // namespace
+
+absl::StatusOr<model::SamplingParams> ToModelSampling(const v1::SamplingParams& params,
+                                                      int64_t vocab_size) {
+  model::SamplingParams out;
+  const double temperature = params.has_temperature() ? params.temperature() : 1.0;
+  if (!(temperature >= 0 && temperature <= 100)) {
+    return OutOfRange("temperature", temperature, "[0, 100]");
+  }
+  out.temperature = temperature < kGreedyTemperature ? 0 : temperature;
+  if (params.has_top_p()) {
+    if (!(params.top_p() > 0 && params.top_p() <= 1)) {
+      return OutOfRange("top_p", params.top_p(), "(0, 1]");
+    }
+    out.top_p = params.top_p();
+  }
+  if (params.top_k() > vocab_size) {
+    return OutOfRange("top_k", params.top_k(), "[0, vocabulary size]");
+  }
+  out.top_k = params.top_k();
+  if (params.has_min_p()) {
+    if (!(params.min_p() >= 0 && params.min_p() <= 1)) {
+      return OutOfRange("min_p", params.min_p(), "[0, 1]");
+    }
+    out.min_p = params.min_p();
+  }
+  if (params.has_repetition_penalty()) {
+    if (!(params.repetition_penalty() > 0 && params.repetition_penalty() <= 10)) {
+      return OutOfRange("repetition_penalty", params.repetition_penalty(), "(0, 10]");
+    }
+    out.repetition_penalty = params.repetition_penalty();
+  }
+  if (params.has_presence_penalty()) {
+    if (!(params.presence_penalty() >= -2 && params.presence_penalty() <= 2)) {
+      return OutOfRange("presence_penalty", params.presence_penalty(), "[-2, 2]");
+    }
+    out.presence_penalty = params.presence_penalty();
+  }
+  if (params.frequency_penalty() != 0) return Unsupported("frequency_penalty");
+  if (params.min_new_tokens() != 0) return Unsupported("min_new_tokens");
+  if (params.logprobs() || params.top_logprobs() != 0) return Unsupported("logprobs");
+  for (const uint32_t id : params.stop_token_ids()) {
+    if (id >= vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat("sampling.stop_token_ids has ", id,
+                                                     ", outside the vocabulary of ", vocab_size));
+    }
+  }
+  return out;
+}
+
+}  // namespace specd::verifier

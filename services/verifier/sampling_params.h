@@ -1,0 +1,20 @@
+#pragma once
+// The contract's SamplingParams (types.proto) as the engine's model::SamplingParams: unset fields
+// take the contract's built-in defaults, out-of-range values are INVALID_ARGUMENT naming the
+// field, and fields the engine cannot honour yet are refused rather than ignored.
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "common/model/sampling.h"
+#include "specd/v1/types.pb.h"
+
+namespace specd::verifier {
+
+// Below this temperature decoding is greedy (types.proto).
+inline constexpr double kGreedyTemperature = 1e-5;
+
+// Everything but the seed, which the caller resolves (params.seed or a fresh draw).
+absl::StatusOr<model::SamplingParams> ToModelSampling(const v1::SamplingParams& params,
+                                                      int64_t vocab_size);
+
+}  // namespace specd::verifier

@@ -1,0 +1,72 @@
+#pragma once
+// The target verifier (protos/specd/v1/verifier.proto): the target model and one session per
+// request — its cache, sampler, token history and the context buffer the drafter maps. Prefill
+// runs the prompt and samples the first token; each Verify runs one block forward, accepts the
+// drafts that match the target's own tokens (spec::AcceptDrafts), rolls the cache back to them
+// and writes their context rows.
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "common/metrics/gauge.h"
+#include "common/model/qwen35_model.h"
+#include "common/rpc/session_table.h"
+#include "services/verifier/verifier_client.h"
+
+namespace specd::verifier {
+
+struct VerifierOptions {
+  std::string model_name;    // reported by Info (e.g. the checkpoint directory)
+  std::string quantization;  // "w4a16" or "dense"
+  // Layers tapped for a session whose Prefill names none; empty: none.
+  std::vector<int64_t> tapped_layer_ids = {};
+  int64_t max_sessions = 64;
+  int64_t max_session_length = 4096;  // capped by the model's max_position_embeddings
+  int64_t max_block_size = 16;
+  absl::Duration session_idle_timeout = absl::Seconds(60);
+  metrics::Gauge* open_sessions = nullptr;  // optional: follows the number of open sessions
+};
+
+class VerifierHandler final : public VerifierClient {
+ public:
+  // `target` must outlive the handler; options are checked against it.
+  static absl::StatusOr<std::unique_ptr<VerifierHandler>> Create(const model::Qwen35Model& target,
+                                                                 VerifierOptions options);
+  ~VerifierHandler() override;
+
+  absl::StatusOr<v1::PrefillResponse> Prefill(const v1::PrefillRequest& request) override;
+  absl::StatusOr<v1::VerifyResponse> Verify(const v1::VerifyRequest& request) override;
+  absl::StatusOr<v1::TargetVerifierServiceReleaseResponse> Release(
+      const v1::TargetVerifierServiceReleaseRequest& request) override;
+  absl::StatusOr<v1::TargetVerifierServiceInfoResponse> Info() override;
+
+  size_t open_sessions() const { return sessions_.size(); }
+
+ private:
+  struct Session;
+
+  VerifierHandler(const model::Qwen35Model& target, VerifierOptions options);
+
+  absl::StatusOr<std::shared_ptr<Session>> NewSession(const v1::PrefillRequest& request);
+  absl::StatusOr<v1::PrefillResponse> RunPrefill(Session& session);
+  absl::StatusOr<v1::VerifyResponse> RunVerify(Session& session, const v1::VerifyRequest& request);
+  // Writes the committed rows [begin, begin + count) of `hidden_states` into the session's
+  // context buffer and returns its new handle (unset without one); advances the generation.
+  absl::StatusOr<v1::TensorHandle> PublishRows(Session& session,
+                                               const std::vector<at::Tensor>& hidden_states,
+                                               int64_t begin, int64_t count);
+
+  const model::Qwen35Model& target_;
+  const VerifierOptions options_;
+  const std::string instance_id_;
+  std::atomic<uint64_t> next_buffer_id_ = 1;
+  // One forward at a time, like one device stream; sessions interleave step by step.
+  std::mutex compute_mutex_;
+  rpc::SessionTable<Session> sessions_;
+};
+
+}  // namespace specd::verifier

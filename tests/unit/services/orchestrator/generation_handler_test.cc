@@ -1,0 +1,365 @@
+// The orchestrator's generation loop over real verifier and drafter handlers, in process and over
+// gRPC on loopback: it emits exactly what target-only decoding emits, streams what the unary call
+// returns, survives losing the drafter, answers bad requests and overload with the contract's
+// codes, frees its sessions however a request ends, and counts what happened per regime.
+#include "services/orchestrator/generation_handler.h"
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/rpc/grpc_server.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "services/drafter/drafter_grpc.h"
+#include "services/drafter/drafter_handler.h"
+#include "services/verifier/verifier_grpc.h"
+#include "services/verifier/verifier_handler.h"
+#include "tests/unit/common/spec/spec_fixture.h"
+
+namespace specd::orchestrator {
+namespace {
+
+using spec::testing::FixtureDrafter;
+using spec::testing::LoadTarget;
+using spec::testing::RandomPrompt;
+using ::testing::HasSubstr;
+
+constexpr int64_t kNewTokens = 20;
+
+class GenerationHandlerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { target_ = LoadTarget("qwen35-tiny-a").release(); }
+  static void TearDownTestSuite() {
+    delete target_;
+    target_ = nullptr;
+  }
+
+  void SetUp() override {
+    ASSERT_NE(target_, nullptr);
+    absl::StatusOr<std::unique_ptr<verifier::VerifierHandler>> verifier =
+        verifier::VerifierHandler::Create(*target_, {.model_name = "qwen35-tiny-a",
+                                                     .quantization = "dense",
+                                                     .tapped_layer_ids = {},
+                                                     .max_sessions = 8,
+                                                     .max_session_length = 256,
+                                                     .max_block_size = 16,
+                                                     .session_idle_timeout = absl::Seconds(30),
+                                                     .open_sessions = nullptr});
+    ASSERT_TRUE(verifier.ok()) << verifier.status();
+    verifier_ = *std::move(verifier);
+    absl::StatusOr<model::DFlashDrafter> drafter = FixtureDrafter();
+    ASSERT_TRUE(drafter.ok()) << drafter.status();
+    absl::StatusOr<std::unique_ptr<drafter::DrafterHandler>> drafter_handler =
+        drafter::DrafterHandler::Create(*std::move(drafter), target_->token_head(),
+                                        target_->config(),
+                                        {.model_name = "dflash-tiny-a",
+                                         .quantization = "dense",
+                                         .default_window = 0,
+                                         .max_sessions = 8,
+                                         .session_idle_timeout = absl::Seconds(30),
+                                         .open_sessions = nullptr});
+    ASSERT_TRUE(drafter_handler.ok()) << drafter_handler.status();
+    drafter_ = *std::move(drafter_handler);
+  }
+
+  static OrchestratorOptions Options(int64_t max_running = 4, int64_t max_waiting = 4) {
+    OrchestratorOptions options;
+    options.model_name = "test";
+    options.max_running = max_running;
+    options.max_waiting = max_waiting;
+    return options;
+  }
+
+  std::unique_ptr<GenerationHandler> Handler(verifier::VerifierClient& verifier,
+                                             drafter::DrafterClient* drafter,
+                                             const OrchestratorOptions& options = Options()) {
+    absl::StatusOr<std::unique_ptr<GenerationHandler>> handler =
+        GenerationHandler::Create(verifier, drafter, nullptr, registry_, options);
+    EXPECT_TRUE(handler.ok()) << handler.status();
+    return handler.ok() ? *std::move(handler) : nullptr;
+  }
+
+  std::unique_ptr<GenerationHandler> InProcess(const OrchestratorOptions& options = Options()) {
+    return Handler(*verifier_, drafter_.get(), options);
+  }
+
+  static std::vector<int64_t> Prompt(int64_t length = 12) {
+    return RandomPrompt(/*seed=*/length, length, target_->config().vocab_size);
+  }
+
+  static v1::GenerateRequest Request(const std::vector<int64_t>& prompt,
+                                     int64_t max_new_tokens = kNewTokens, double temperature = 0,
+                                     uint64_t seed = 1) {
+    v1::GenerateRequest request;
+    request.mutable_prompt()->mutable_token_ids()->mutable_ids()->Assign(prompt.begin(),
+                                                                         prompt.end());
+    request.mutable_sampling()->set_max_new_tokens(static_cast<uint32_t>(max_new_tokens));
+    request.mutable_sampling()->set_temperature(static_cast<float>(temperature));
+    request.mutable_sampling()->set_seed(seed);
+    request.mutable_sampling()->set_ignore_eos(true);
+    return request;
+  }
+
+  static std::vector<int64_t> TargetOnlyIds(const std::vector<int64_t>& prompt,
+                                            double temperature = 0, uint64_t seed = 1) {
+    return spec::testing::TargetOnly(*target_,
+                                     spec::testing::Request(prompt, kNewTokens, temperature, seed))
+        .ids;
+  }
+
+  static std::vector<int64_t> Ids(const v1::GenerateResponse& response) {
+    return {response.token_ids().begin(), response.token_ids().end()};
+  }
+
+  static bool Never() { return false; }
+
+  static inline model::Qwen35Model* target_ = nullptr;
+  metrics::Registry registry_;
+  std::unique_ptr<verifier::VerifierHandler> verifier_;
+  std::unique_ptr<drafter::DrafterHandler> drafter_;
+};
+
+TEST_F(GenerationHandlerTest, GreedyOutputIsTheTargetsOwnWithAndWithoutSpeculation) {
+  std::unique_ptr<GenerationHandler> handler = InProcess();
+  const std::vector<int64_t> prompt = Prompt();
+  for (const uint32_t block_size : {1u, 3u, 8u}) {
+    v1::GenerateRequest request = Request(prompt);
+    request.mutable_speculation()->set_block_size(block_size);
+    absl::StatusOr<v1::GenerateResponse> response = handler->Generate(request, Never);
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ(Ids(*response), TargetOnlyIds(prompt)) << "block size " << block_size;
+    EXPECT_EQ(response->finish_reason(), v1::FINISH_REASON_LENGTH);
+    const v1::AcceptanceStats& acceptance = response->acceptance();
+    if (block_size == 1) {
+      EXPECT_EQ(acceptance.num_drafts(), 0u);
+      EXPECT_EQ(acceptance.num_target_only_steps(), kNewTokens - 1);
+    } else {
+      EXPECT_GT(acceptance.num_drafts(), 0u);
+      // The first token, then accepted + 1 per drafted step and 1 per step without drafts (the
+      // last, where only one token fits).
+      EXPECT_EQ(1 + acceptance.num_drafts() + acceptance.num_accepted_tokens() +
+                    acceptance.num_target_only_steps(),
+                kNewTokens);
+      EXPECT_EQ(response->acceptance_lengths_size(), acceptance.num_drafts());
+    }
+  }
+  EXPECT_EQ(verifier_->open_sessions(), 0u);
+  EXPECT_EQ(drafter_->open_sessions(), 0u);
+}
+
+TEST_F(GenerationHandlerTest, SampledOutputIsTheTargetsSequenceForTheSameSeed) {
+  std::unique_ptr<GenerationHandler> handler = InProcess();
+  const std::vector<int64_t> prompt = Prompt();
+  absl::StatusOr<v1::GenerateResponse> response =
+      handler->Generate(Request(prompt, kNewTokens, /*temperature=*/1, /*seed=*/7), Never);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(Ids(*response), TargetOnlyIds(prompt, 1, 7));
+  EXPECT_EQ(response->seed(), 7u);
+}
+
+TEST_F(GenerationHandlerTest, StreamedDeltasAddUpToTheUnaryResponse) {
+  std::unique_ptr<GenerationHandler> handler = InProcess();
+  const v1::GenerateRequest request = Request(Prompt());
+  absl::StatusOr<v1::GenerateResponse> unary = handler->Generate(request, Never);
+  ASSERT_TRUE(unary.ok()) << unary.status();
+  v1::GenerateStreamRequest stream_request;
+  stream_request.ParseFromString(request.SerializeAsString());
+  std::vector<v1::GenerateStreamResponse> messages;
+  ASSERT_TRUE(handler
+                  ->GenerateStream(stream_request, Never,
+                                   [&](const v1::GenerateStreamResponse& message) {
+                                     messages.push_back(message);
+                                     return true;
+                                   })
+                  .ok());
+  ASSERT_GE(messages.size(), 2u);
+  std::vector<int64_t> ids;
+  uint32_t lengths = 0;
+  for (const v1::GenerateStreamResponse& message : messages) {
+    ids.insert(ids.end(), message.token_ids().begin(), message.token_ids().end());
+    lengths += message.acceptance_lengths_size();
+  }
+  EXPECT_EQ(ids, Ids(*unary));
+  EXPECT_EQ(lengths, unary->acceptance().num_drafts());
+  EXPECT_EQ(messages.back().finish_reason(), v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(messages.front().finish_reason(), v1::FINISH_REASON_UNSPECIFIED);
+  EXPECT_EQ(messages.back().usage().completion_tokens(), kNewTokens);
+}
+
+// The handlers behind real gRPC servers on loopback, reached through the gRPC clients.
+class ServedPair {
+ public:
+  ServedPair(verifier::VerifierClient& verifier, drafter::DrafterClient& drafter)
+      : verifier_service_(verifier), drafter_service_(drafter) {
+    absl::StatusOr<rpc::GrpcServer> verifier_server =
+        rpc::StartGrpcServer("127.0.0.1:0", {&verifier_service_}, {}, registry_);
+    absl::StatusOr<rpc::GrpcServer> drafter_server =
+        rpc::StartGrpcServer("127.0.0.1:0", {&drafter_service_}, {}, registry_);
+    EXPECT_TRUE(verifier_server.ok() && drafter_server.ok());
+    verifier_server_ = *std::move(verifier_server);
+    drafter_server_ = *std::move(drafter_server);
+    verifier_client_ = std::make_unique<verifier::GrpcVerifierClient>(
+        Channel(verifier_server_.port), absl::Seconds(30));
+    drafter_client_ = std::make_unique<drafter::GrpcDrafterClient>(Channel(drafter_server_.port),
+                                                                   absl::Seconds(30));
+  }
+
+  static std::shared_ptr<grpc::Channel> Channel(int port) {
+    return grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                               grpc::InsecureChannelCredentials());
+  }
+
+  verifier::VerifierClient& verifier() { return *verifier_client_; }
+  drafter::DrafterClient& drafter() { return *drafter_client_; }
+  void StopDrafter() { drafter_server_.server->Shutdown(); }
+
+ private:
+  metrics::Registry registry_;
+  verifier::VerifierGrpcService verifier_service_;
+  drafter::DrafterGrpcService drafter_service_;
+  rpc::GrpcServer verifier_server_;
+  rpc::GrpcServer drafter_server_;
+  std::unique_ptr<verifier::GrpcVerifierClient> verifier_client_;
+  std::unique_ptr<drafter::GrpcDrafterClient> drafter_client_;
+};
+
+TEST_F(GenerationHandlerTest, OverGrpcTheOutputAndStatisticsAreTheInProcessOnes) {
+  ServedPair served(*verifier_, *drafter_);
+  std::unique_ptr<GenerationHandler> remote = Handler(served.verifier(), &served.drafter());
+  std::unique_ptr<GenerationHandler> local = InProcess();
+  const v1::GenerateRequest request = Request(Prompt(30));
+  absl::StatusOr<v1::GenerateResponse> over_grpc = remote->Generate(request, Never);
+  absl::StatusOr<v1::GenerateResponse> in_process = local->Generate(request, Never);
+  ASSERT_TRUE(over_grpc.ok()) << over_grpc.status();
+  ASSERT_TRUE(in_process.ok()) << in_process.status();
+  EXPECT_EQ(Ids(*over_grpc), Ids(*in_process));
+  EXPECT_EQ(over_grpc->acceptance().SerializeAsString(),
+            in_process->acceptance().SerializeAsString());
+}
+
+TEST_F(GenerationHandlerTest, ALostDrafterCostsSpeedNotTheRequest) {
+  ServedPair served(*verifier_, *drafter_);
+  std::unique_ptr<GenerationHandler> handler = Handler(served.verifier(), &served.drafter());
+  served.StopDrafter();
+  const std::vector<int64_t> prompt = Prompt();
+  absl::StatusOr<v1::GenerateResponse> response = handler->Generate(Request(prompt), Never);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(Ids(*response), TargetOnlyIds(prompt));
+  EXPECT_EQ(response->acceptance().num_target_only_steps(), kNewTokens - 1);
+  EXPECT_THAT(registry_.Exposition(),
+              HasSubstr("specd_drafter_fallbacks_total{model=\"test\"} 1\n"));
+}
+
+TEST_F(GenerationHandlerTest, BadRequestsAreInvalidArgumentsNamingTheField) {
+  std::unique_ptr<GenerationHandler> handler = InProcess();
+  const int64_t vocab = target_->config().vocab_size;
+  struct Case {
+    const char* what;
+    v1::GenerateRequest request;
+    const char* message;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"empty prompt", Request({}), "prompt"});
+  cases.push_back({"id outside the vocabulary", Request({1, vocab}), "vocabulary"});
+  cases.push_back({"text without a tokenizer", v1::GenerateRequest(), "prompt"});
+  cases.back().request.mutable_prompt()->set_text("hello");
+  cases.push_back({"over-long prompt", Request(std::vector<int64_t>(256, 1)), "prompt"});
+  cases.push_back({"temperature", Request(Prompt()), "temperature"});
+  cases.back().request.mutable_sampling()->set_temperature(-1);
+  cases.push_back({"max_new_tokens", Request(Prompt(), 0), "max_new_tokens"});
+  cases.push_back({"block size", Request(Prompt()), "block_size"});
+  cases.back().request.mutable_speculation()->set_block_size(99);
+  cases.push_back({"empty stop string", Request(Prompt()), "stop"});
+  cases.back().request.mutable_sampling()->add_stop("");
+  for (const Case& bad : cases) {
+    absl::StatusOr<v1::GenerateResponse> response = handler->Generate(bad.request, Never);
+    EXPECT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument) << bad.what;
+    EXPECT_THAT(response.status().message(), HasSubstr(bad.message)) << bad.what;
+  }
+  EXPECT_EQ(verifier_->open_sessions(), 0u);
+}
+
+TEST_F(GenerationHandlerTest, BeyondTheQueueRequestsAreRefusedAtOnce) {
+  std::unique_ptr<GenerationHandler> handler = InProcess(Options(/*max_running=*/1, 0));
+  v1::GenerateStreamRequest first;
+  first.ParseFromString(Request(Prompt()).SerializeAsString());
+  absl::Status refused;
+  // The first request holds the only slot while its first message is being written.
+  ASSERT_TRUE(handler
+                  ->GenerateStream(first, Never,
+                                   [&](const v1::GenerateStreamResponse&) {
+                                     if (refused.ok()) {
+                                       refused =
+                                           handler->Generate(Request(Prompt()), Never).status();
+                                     }
+                                     return true;
+                                   })
+                  .ok());
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(handler->Generate(Request(Prompt()), Never).ok());
+}
+
+TEST_F(GenerationHandlerTest, AbortEndsTheRequestWithWhatItHasAndFreesTheSessions) {
+  std::unique_ptr<GenerationHandler> handler = InProcess();
+  v1::GenerateStreamRequest request;
+  request.ParseFromString(Request(Prompt()).SerializeAsString());
+  request.set_request_id("to-abort");
+  std::vector<v1::GenerateStreamResponse> messages;
+  ASSERT_TRUE(handler
+                  ->GenerateStream(request, Never,
+                                   [&](const v1::GenerateStreamResponse& message) {
+                                     messages.push_back(message);
+                                     v1::AbortRequest abort;
+                                     abort.set_request_id("to-abort");
+                                     handler->Abort(abort);
+                                     return true;
+                                   })
+                  .ok());
+  ASSERT_FALSE(messages.empty());
+  EXPECT_EQ(messages.back().finish_reason(), v1::FINISH_REASON_ABORT);
+  EXPECT_LT(messages.back().usage().completion_tokens(), kNewTokens);
+  EXPECT_EQ(verifier_->open_sessions(), 0u);
+  EXPECT_EQ(drafter_->open_sessions(), 0u);
+  v1::AbortRequest unknown;
+  unknown.set_request_id("to-abort");
+  EXPECT_FALSE(handler->Abort(unknown).aborted());
+}
+
+TEST_F(GenerationHandlerTest, ACancelledClientStopsTheRequestAndFreesTheSessions) {
+  std::unique_ptr<GenerationHandler> handler = InProcess();
+  v1::GenerateStreamRequest request;
+  request.ParseFromString(Request(Prompt()).SerializeAsString());
+  bool cancelled = false;
+  absl::Status status = handler->GenerateStream(
+      request, [&] { return cancelled; },
+      [&](const v1::GenerateStreamResponse&) {
+        cancelled = true;
+        return true;
+      });
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(verifier_->open_sessions(), 0u);
+  EXPECT_EQ(drafter_->open_sessions(), 0u);
+}
+
+TEST_F(GenerationHandlerTest, MetricsCountDraftsAndLatencyPerRegime) {
+  std::unique_ptr<GenerationHandler> handler = InProcess();
+  absl::StatusOr<v1::GenerateResponse> response = handler->Generate(Request(Prompt()), Never);
+  ASSERT_TRUE(response.ok()) << response.status();
+  const std::string exposition = registry_.Exposition();
+  EXPECT_THAT(exposition,
+              HasSubstr("specd_spec_decode_num_drafts_total{model=\"test\",regime=\"short\"} " +
+                        std::to_string(response->acceptance().num_drafts()) + "\n"));
+  EXPECT_THAT(exposition, HasSubstr("specd_time_to_first_token_seconds_count{model=\"test\","
+                                    "regime=\"short\"} 1\n"));
+  EXPECT_THAT(exposition, HasSubstr("specd_request_success_total{model=\"test\",regime="
+                                    "\"short\",finished_reason=\"length\"} 1\n"));
+  EXPECT_THAT(exposition, HasSubstr("specd_num_requests_running{model=\"test\"} 0\n"));
+}
+
+}  // namespace
+}  // namespace specd::orchestrator
