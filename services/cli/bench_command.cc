@@ -9,6 +9,9 @@ void AddBenchCommands(CLI::App& app) {
   AddDecodeBench(*bench);
   AddInitModelBench(*bench);
   AddSpecBench(*bench);
+#ifdef SPECD_HAVE_SERVICES
+  AddServeBench(*bench);
+#endif
 }
 
 }  // namespace specd::cli

@@ -19,8 +19,10 @@ void AddBenchCommands(CLI::App& app);     // bench, with the subcommands below (
 void AddDecodeBench(CLI::App& bench);     // bench decode (decode_bench.cc)
 void AddInitModelBench(CLI::App& bench);  // bench init-model (init_model_bench.cc)
 void AddSpecBench(CLI::App& bench);       // bench spec (spec_bench_command.cc)
+void AddServeBench(CLI::App& bench);      // bench serve (serve_bench_command.cc; with services)
 void AddDrafterCommands(CLI::App& app);   // drafter init (drafter_command.cc)
 void AddQuantizeCommand(CLI::App& app);   // quantize (quantize_command.cc)
 void AddTrainCommands(CLI::App& app);     // train, pipeline (train_command.cc)
+void AddServeCommand(CLI::App& app);      // serve (serve_command.cc; not in engine-only builds)
 
 }  // namespace specd::cli

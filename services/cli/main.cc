@@ -27,6 +27,9 @@ int main(int argc, char** argv) {
   specd::cli::AddDrafterCommands(app);
   specd::cli::AddQuantizeCommand(app);
   specd::cli::AddTrainCommands(app);
+#ifdef SPECD_HAVE_SERVICES
+  specd::cli::AddServeCommand(app);
+#endif
   specd::model::ConfigureCpuThreads(0);  // a command's own --threads may still resize the pool
   CLI11_PARSE(app, argc, argv);
   return 0;

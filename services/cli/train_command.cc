@@ -6,6 +6,7 @@
 //   qad           quantization-aware distillation of a W4A16 target from its dense teacher
 //   drafter       a DFlash drafter on a frozen target (stage 1 or 2: `init` says where from)
 //   gptq-drafter  GPTQ W4A16 of a drafter, calibrated through the target
+//   quantize      W4A16 of a dense target (AWQ or RTN), as `specd quantize` from a config
 // specd pipeline --preset smoke|tiny --out DIR: all of them, then evaluation and a report.
 #include <cstdio>
 #include <fstream>
@@ -15,6 +16,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/io/qwen35_config.h"
+#include "common/quant/awq.h"
+#include "common/quant/quantize_checkpoint.h"
 #include "common/text/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "services/cli/commands.h"
@@ -212,10 +215,75 @@ absl::Status GptqDrafter(YamlConfig& config, bool dry_run) {
   return train::RunGptqDrafter(options);
 }
 
+// A finished `out` (its config.json written last) is kept, so a re-run is a no-op; the checkpoint
+// is written beside it and renamed into place, so an interrupted run starts over cleanly.
+absl::Status Quantize(YamlConfig& config, bool dry_run) {
+  std::filesystem::path model, calib, out;
+  std::string method = "awq";
+  quant::RtnOptions rtn{.group_size = 128, .symmetric = true, .scale_dtype = io::DType::kBF16};
+  int64_t calib_samples = 128, calib_seq_len = 512;
+  config.Read("model", model);
+  config.Read("out", out);
+  config.Read("method", method);  // awq or rtn
+  config.Read("group_size", rtn.group_size);
+  config.Read("calib", calib);  // AWQ's calibration text (UTF-8)
+  config.Read("calib_samples", calib_samples);
+  config.Read("calib_seq_len", calib_seq_len);
+  if (absl::Status status = config.Finish(); !status.ok()) return status;
+  if (absl::Status status = RequireKeys({{"model", &model}, {"out", &out}}); !status.ok()) {
+    return status;
+  }
+  if (method != "awq" && method != "rtn") {
+    return absl::InvalidArgumentError(absl::StrCat("method: \"", method, "\" is not awq or rtn"));
+  }
+  if (method == "awq" && calib.empty()) return absl::InvalidArgumentError("awq needs `calib`");
+  if (dry_run) return absl::OkStatus();
+  if (std::filesystem::exists(out / "config.json")) return absl::OkStatus();
+  std::filesystem::path staging = out;
+  staging += ".partial";
+  std::filesystem::remove_all(staging);
+  quant::WeightOverrides overrides;
+  if (method == "awq") {
+    absl::StatusOr<std::vector<std::vector<int32_t>>> calibration =
+        quant::ReadCalibrationText(calib, model, calib_seq_len, calib_samples);
+    if (!calibration.ok()) return calibration.status();
+    quant::AwqOptions awq;
+    awq.rtn = rtn;
+    absl::StatusOr<quant::AwqResult> result =
+        quant::ComputeAwqOverrides(model, awq, *calibration, [](int64_t done, int64_t total) {
+          std::fprintf(stderr, "awq search [%lld/%lld]\n", static_cast<long long>(done),
+                       static_cast<long long>(total));
+        });
+    if (!result.ok()) return result.status();
+    overrides = std::move(result->overrides);
+  }
+  if (absl::Status status = quant::QuantizeCheckpoint(
+          model, staging,
+          {.rtn = rtn,
+           .ignore = quant::DefaultQuantizeIgnore(),
+           .max_shard_bytes = uint64_t{2} << 30},
+          [](const quant::QuantizeProgress& p) {
+            std::fprintf(stderr, "[%lld/%lld] %s %s\n", static_cast<long long>(p.done),
+                         static_cast<long long>(p.total), p.quantized ? "int4" : "copy",
+                         p.name.c_str());
+          },
+          &overrides);
+      !status.ok()) {
+    return status;
+  }
+  std::error_code error;
+  std::filesystem::rename(staging, out, error);  // replaces an empty `out`
+  if (error) {
+    return absl::InternalError(absl::StrCat("cannot move ", staging.string(), " to ", out.string(),
+                                            ": ", error.message()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Train(const std::string& stage, const std::string& config_file, bool dry_run) {
   const std::map<std::string, absl::Status (*)(YamlConfig&, bool)> stages = {
-      {"pack", Pack}, {"regenerate", Regenerate}, {"pretrain", Pretrain},
-      {"qad", Qad},   {"drafter", Drafter},       {"gptq-drafter", GptqDrafter}};
+      {"pack", Pack},       {"regenerate", Regenerate},    {"pretrain", Pretrain}, {"qad", Qad},
+      {"drafter", Drafter}, {"gptq-drafter", GptqDrafter}, {"quantize", Quantize}};
   const auto found = stages.find(stage);
   if (found == stages.end()) {
     std::vector<std::string> names;
@@ -234,7 +302,9 @@ void AddTrainCommands(CLI::App& app) {
   auto stage = std::make_shared<std::string>();
   auto config = std::make_shared<std::string>();
   CLI::App* train = app.add_subcommand("train", "run one training stage from a YAML config");
-  train->add_option("stage", *stage, "pack, regenerate, pretrain, qad, drafter or gptq-drafter")
+  train
+      ->add_option("stage", *stage,
+                   "pack, regenerate, pretrain, qad, drafter, gptq-drafter or quantize")
       ->required();
   train->add_option("--config", *config, "the stage's YAML config")->required();
   auto dry_run = std::make_shared<bool>(false);
@@ -250,10 +320,13 @@ void AddTrainCommands(CLI::App& app) {
   pipeline->add_option("--preset", *preset, "smoke (minutes) or tiny (≤ 30 minutes)");
   pipeline->add_option("--out", *out, "the pipeline's directory (resumed if it exists)")
       ->required();
-  pipeline->callback([pipeline, preset, out] {
+  auto check_only = std::make_shared<bool>(false);
+  pipeline->add_flag("--dry-run", *check_only, "check the preset name and stop");
+  pipeline->callback([pipeline, preset, out, check_only] {
     RunOrExit(*pipeline, [&]() -> absl::Status {
       absl::StatusOr<train::PipelinePreset> chosen = train::PipelinePresetNamed(*preset);
       if (!chosen.ok()) return chosen.status();
+      if (*check_only) return absl::OkStatus();
       absl::StatusOr<std::string> report = train::RunPipeline(*chosen, *out);
       if (!report.ok()) return report.status();
       std::cout << *report;

@@ -67,7 +67,7 @@ TEST(SpecdTrainTest, AConfigKeyNoStageReadsIsAnError) {
 
 TEST(SpecdTrainTest, EveryExampleConfigIsValidForItsStage) {
   const std::filesystem::path configs = ::specd::testing::SourceDir() / "configs" / "train";
-  for (const char* stage : {"pack", "regenerate", "pretrain", "qad", "drafter-stage1",
+  for (const char* stage : {"pack", "regenerate", "pretrain", "quantize", "qad", "drafter-stage1",
                             "drafter-stage2", "gptq-drafter"}) {
     const std::string name = stage;
     const ProcessResult run =

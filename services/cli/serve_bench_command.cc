@@ -1,0 +1,246 @@
+// specd bench serve: what the distributed path costs against the embedded one, and how the
+// served system behaves under load.
+//  1. Per-step overhead: the same greedy requests through the orchestrator with the verifier and
+//     drafter handlers in process (embedded) and behind gRPC servers on loopback (distributed:
+//     serialization, TCP, thread hops and shared-memory handles), run in alternation; decode time
+//     per Draft → Verify step of each, the difference and the ratio.
+//  2. Concurrency sweep: the distributed stack behind a GenerationService on loopback, c clients
+//     each running requests back to back: requests/s, tokens/s, p50 and p95 end-to-end latency.
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/metrics/registry.h"
+#include "common/model/dflash_drafter.h"
+#include "common/model/qwen35_model.h"
+#include "common/rpc/grpc_server.h"
+#include "services/cli/commands.h"
+#include "services/drafter/drafter_grpc.h"
+#include "services/drafter/drafter_handler.h"
+#include "services/orchestrator/generation_grpc.h"
+#include "services/orchestrator/generation_handler.h"
+#include "services/verifier/verifier_grpc.h"
+#include "services/verifier/verifier_handler.h"
+#include "specd/v1/generation.grpc.pb.h"
+
+namespace specd::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct ServeBenchFlags {
+  std::string model;
+  std::string drafter;
+  int64_t prompt_length = 64;
+  int64_t new_tokens = 64;
+  int64_t requests = 6;  // per measurement of part 1, per client in part 2
+  int64_t rounds = 3;
+  std::vector<int64_t> concurrency = {1, 2, 4, 8, 16};
+};
+
+std::vector<v1::GenerateRequest> Requests(const ServeBenchFlags& flags, int64_t vocab) {
+  std::mt19937_64 random(0);
+  std::uniform_int_distribution<int64_t> token(0, vocab - 1);
+  std::vector<v1::GenerateRequest> requests(flags.requests);
+  for (v1::GenerateRequest& request : requests) {
+    for (int64_t i = 0; i < flags.prompt_length; ++i) {
+      request.mutable_prompt()->mutable_token_ids()->add_ids(static_cast<uint32_t>(token(random)));
+    }
+    request.mutable_sampling()->set_temperature(0);
+    request.mutable_sampling()->set_max_new_tokens(static_cast<uint32_t>(flags.new_tokens));
+    request.mutable_sampling()->set_ignore_eos(true);
+  }
+  return requests;
+}
+
+struct StepCost {
+  double decode_s = 0;
+  int64_t steps = 0;
+  int64_t tokens = 0;
+  int64_t drafts = 0;
+  int64_t accepted = 0;
+};
+
+absl::Status RunRequests(orchestrator::GenerationHandler& handler,
+                         const std::vector<v1::GenerateRequest>& requests, StepCost& cost) {
+  for (const v1::GenerateRequest& request : requests) {
+    absl::StatusOr<v1::GenerateResponse> response = handler.Generate(request, [] { return false; });
+    if (!response.ok()) return response.status();
+    const v1::RequestTiming& timing = response->timing();
+    cost.decode_s += timing.decode_time().seconds() + timing.decode_time().nanos() * 1e-9;
+    cost.steps +=
+        response->acceptance().num_drafts() + response->acceptance().num_target_only_steps();
+    cost.tokens += response->token_ids_size();
+    cost.drafts += response->acceptance().num_drafts();
+    cost.accepted += response->acceptance().num_accepted_tokens();
+  }
+  return absl::OkStatus();
+}
+
+std::shared_ptr<grpc::Channel> Loopback(int port) {
+  return grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials());
+}
+
+double Percentile(std::vector<double> values, double fraction) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const auto index = static_cast<size_t>(fraction * static_cast<double>(values.size() - 1) + 0.5);
+  return values[std::min(index, values.size() - 1)];
+}
+
+absl::Status ServeBench(const ServeBenchFlags& flags) {
+  absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(flags.model);
+  if (!target.ok()) return target.status();
+  absl::StatusOr<model::DFlashDrafter> drafter = model::DFlashDrafter::Load(flags.drafter);
+  if (!drafter.ok()) return drafter.status();
+  metrics::Registry registry;
+  const int64_t max_sessions = std::max<int64_t>(64, 2 * flags.concurrency.back());
+  absl::StatusOr<std::unique_ptr<verifier::VerifierHandler>> verifier =
+      verifier::VerifierHandler::Create(
+          *target, {.model_name = flags.model,
+                    .quantization = "",
+                    .tapped_layer_ids = {},
+                    .max_sessions = max_sessions,
+                    .max_session_length = flags.prompt_length + flags.new_tokens,
+                    .max_block_size = 16,
+                    .session_idle_timeout = absl::Seconds(60),
+                    .open_sessions = nullptr});
+  if (!verifier.ok()) return verifier.status();
+  absl::StatusOr<std::unique_ptr<drafter::DrafterHandler>> drafter_handler =
+      drafter::DrafterHandler::Create(*std::move(drafter), target->token_head(), target->config(),
+                                      {.model_name = flags.drafter,
+                                       .quantization = "",
+                                       .default_window = 0,
+                                       .max_sessions = max_sessions,
+                                       .session_idle_timeout = absl::Seconds(60),
+                                       .open_sessions = nullptr});
+  if (!drafter_handler.ok()) return drafter_handler.status();
+
+  verifier::VerifierGrpcService verifier_service(**verifier);
+  drafter::DrafterGrpcService drafter_service(**drafter_handler);
+  absl::StatusOr<rpc::GrpcServer> verifier_server =
+      rpc::StartGrpcServer("127.0.0.1:0", {&verifier_service}, {}, registry);
+  if (!verifier_server.ok()) return verifier_server.status();
+  absl::StatusOr<rpc::GrpcServer> drafter_server =
+      rpc::StartGrpcServer("127.0.0.1:0", {&drafter_service}, {}, registry);
+  if (!drafter_server.ok()) return drafter_server.status();
+  verifier::GrpcVerifierClient verifier_client(Loopback(verifier_server->port), absl::Seconds(600));
+  drafter::GrpcDrafterClient drafter_client(Loopback(drafter_server->port), absl::Seconds(600));
+
+  orchestrator::OrchestratorOptions options;
+  options.max_running = flags.concurrency.back();
+  options.max_waiting = flags.concurrency.back();
+  metrics::Registry embedded_metrics, distributed_metrics;
+  absl::StatusOr<std::unique_ptr<orchestrator::GenerationHandler>> embedded =
+      orchestrator::GenerationHandler::Create(**verifier, drafter_handler->get(), nullptr,
+                                              embedded_metrics, options);
+  if (!embedded.ok()) return embedded.status();
+  absl::StatusOr<std::unique_ptr<orchestrator::GenerationHandler>> distributed =
+      orchestrator::GenerationHandler::Create(verifier_client, &drafter_client, nullptr,
+                                              distributed_metrics, options);
+  if (!distributed.ok()) return distributed.status();
+
+  // 1. Per-step overhead, embedded and distributed in alternation.
+  const std::vector<v1::GenerateRequest> requests = Requests(flags, target->config().vocab_size);
+  StepCost embedded_cost, distributed_cost;
+  for (int64_t round = 0; round < flags.rounds; ++round) {
+    if (absl::Status ran = RunRequests(**embedded, requests, embedded_cost); !ran.ok()) return ran;
+    if (absl::Status ran = RunRequests(**distributed, requests, distributed_cost); !ran.ok()) {
+      return ran;
+    }
+  }
+  std::printf(
+      "## Per-step overhead (%lld requests × %lld rounds, prompt %lld, %lld new tokens)\n\n",
+      static_cast<long long>(flags.requests), static_cast<long long>(flags.rounds),
+      static_cast<long long>(flags.prompt_length), static_cast<long long>(flags.new_tokens));
+  std::printf("| path | ms / step | tokens / s (decode) | τ |\n|---|---|---|---|\n");
+  for (const auto& [name, cost] :
+       {std::pair{"embedded", embedded_cost}, std::pair{"distributed", distributed_cost}}) {
+    std::printf("| %s | %.3f | %.1f | %.2f |\n", name, 1e3 * cost.decode_s / cost.steps,
+                cost.tokens / cost.decode_s,
+                cost.drafts == 0 ? 0.0 : 1 + static_cast<double>(cost.accepted) / cost.drafts);
+  }
+  const double embedded_step = embedded_cost.decode_s / embedded_cost.steps;
+  const double distributed_step = distributed_cost.decode_s / distributed_cost.steps;
+  std::printf("\ndistributed − embedded: %.3f ms per step; distributed / embedded: %.3f×\n\n",
+              1e3 * (distributed_step - embedded_step), distributed_step / embedded_step);
+
+  // 2. Concurrency sweep through the public API on loopback.
+  orchestrator::GenerationGrpcService generation_service(**distributed);
+  absl::StatusOr<rpc::GrpcServer> generation_server =
+      rpc::StartGrpcServer("127.0.0.1:0", {&generation_service}, {}, registry);
+  if (!generation_server.ok()) return generation_server.status();
+  std::printf("## Concurrency sweep (distributed, %lld requests per client)\n\n",
+              static_cast<long long>(flags.requests));
+  std::printf(
+      "| clients | requests / s | tokens / s | p50 latency (s) | p95 latency (s) | errors "
+      "|\n|---|---|---|---|---|---|\n");
+  for (const int64_t clients : flags.concurrency) {
+    std::vector<std::vector<double>> latencies(clients);
+    std::vector<int64_t> errors(clients, 0);
+    const Clock::time_point start = Clock::now();
+    std::vector<std::thread> threads;
+    for (int64_t client = 0; client < clients; ++client) {
+      threads.emplace_back([&, client] {
+        auto stub = v1::GenerationService::NewStub(Loopback(generation_server->port));
+        for (const v1::GenerateRequest& request : requests) {
+          grpc::ClientContext context;
+          v1::GenerateResponse response;
+          const Clock::time_point sent = Clock::now();
+          if (stub->Generate(&context, request, &response).ok()) {
+            latencies[client].push_back(std::chrono::duration<double>(Clock::now() - sent).count());
+          } else {
+            ++errors[client];
+          }
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    std::vector<double> all;
+    int64_t failed = 0;
+    for (int64_t client = 0; client < clients; ++client) {
+      all.insert(all.end(), latencies[client].begin(), latencies[client].end());
+      failed += errors[client];
+    }
+    std::printf("| %lld | %.2f | %.1f | %.3f | %.3f | %lld |\n", static_cast<long long>(clients),
+                all.size() / seconds, all.size() * flags.new_tokens / seconds, Percentile(all, 0.5),
+                Percentile(all, 0.95), static_cast<long long>(failed));
+    std::fflush(stdout);
+  }
+  generation_server->server->Shutdown();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddServeBench(CLI::App& bench) {
+  auto flags = std::make_shared<ServeBenchFlags>();
+  CLI::App* command = bench.add_subcommand(
+      "serve", "distributed vs embedded per-step overhead, and a concurrency sweep");
+  command->add_option("--model", flags->model, "the target checkpoint")->required();
+  command->add_option("--drafter", flags->drafter, "the DFlash drafter")->required();
+  command->add_option("--prompt-len", flags->prompt_length, "prompt tokens")->capture_default_str();
+  command->add_option("--new-tokens", flags->new_tokens, "new tokens per request")
+      ->capture_default_str();
+  command
+      ->add_option("--requests", flags->requests,
+                   "requests per measurement (part 1) and per client (part 2)")
+      ->capture_default_str();
+  command->add_option("--rounds", flags->rounds, "alternating rounds of part 1")
+      ->capture_default_str();
+  command->add_option("--concurrency", flags->concurrency, "client counts of the sweep")
+      ->delimiter(',');
+  command->callback([command, flags] { RunOrExit(*command, [&] { return ServeBench(*flags); }); });
+}
+
+}  // namespace specd::cli

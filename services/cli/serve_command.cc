@@ -1,0 +1,393 @@
+// `specd serve --role verifier|drafter|orchestrator|trainer|all`: one process of the serving
+// system. Each role is a handler library behind its gRPC service; `all` is the embedded default,
+// the verifier, drafter and orchestrator handlers in one process with the orchestrator calling
+// the other two directly. Every role serves grpc.health.v1 and reflection, and /metrics on
+// --metrics-port; SIGTERM or SIGINT drains it (--shutdown-timeout) and stops it.
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "common/io/qwen35_checkpoint_config.h"
+#include "common/metrics/http_endpoint.h"
+#include "common/model/dflash_drafter.h"
+#include "common/model/qwen35_model.h"
+#include "common/model/token_head.h"
+#include "common/rpc/grpc_server.h"
+#include "common/rpc/shared_memory_region.h"
+#include "common/text/tokenizer.h"
+#include "nlohmann/json.hpp"
+#include "services/cli/commands.h"
+#include "services/drafter/drafter_grpc.h"
+#include "services/drafter/drafter_handler.h"
+#include "services/orchestrator/generation_grpc.h"
+#include "services/orchestrator/generation_handler.h"
+#include "services/trainer/service/trainer_server.h"
+#include "services/verifier/verifier_grpc.h"
+#include "services/verifier/verifier_handler.h"
+
+namespace specd::cli {
+namespace {
+
+struct ServeFlags {
+  std::string role;
+  std::string host = "0.0.0.0";
+  int port = 50051;
+  int metrics_port = -1;  // none
+  double shutdown_timeout_s = 10;
+  // verifier
+  std::string model;
+  std::vector<int64_t> tap_layers;
+  int64_t max_sessions = 64;
+  int64_t max_session_length = 4096;
+  int64_t max_block_size = 16;
+  double session_idle_timeout_s = 60;
+  // drafter
+  std::string drafter;
+  std::string target;
+  int64_t window = 0;
+  // orchestrator
+  std::string verifier_addr;
+  std::string drafter_addr;
+  std::string tokenizer;
+  std::string model_name = "specd";
+  int64_t max_running = 8;
+  int64_t max_waiting = 64;
+  int64_t block_size = 0;
+  double call_timeout_s = 60;
+  // trainer
+  std::string work_root = "runs/trainer";
+  int max_running_jobs = 1;
+  int64_t regime_medium_from = spec::RegimeThresholds().medium_from;
+  int64_t regime_long_from = spec::RegimeThresholds().long_from;
+};
+
+// A byte per SIGTERM/SIGINT; the main thread waits on the other end. (A handler rather than
+// sigwait: threads LibTorch or gRPC started before the mask was set would still take signals.)
+int stop_pipe[2] = {-1, -1};
+
+void OnStopSignal(int) {
+  const char byte = 1;
+  (void)!write(stop_pipe[1], &byte, 1);
+}
+
+absl::Status InstallStopHandler() {
+  if (pipe(stop_pipe) != 0) return absl::InternalError("cannot create the signal pipe");
+  struct sigaction action = {};
+  action.sa_handler = OnStopSignal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+  return absl::OkStatus();
+}
+
+void WaitForStopSignal() {
+  char byte = 0;
+  while (read(stop_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+  }
+}
+
+// "w4a16" when the checkpoint's config.json carries a quantization_config, else "dense".
+std::string QuantizationOf(const std::filesystem::path& dir) {
+  std::ifstream file(dir / "config.json");
+  const nlohmann::json config = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+  return config.is_object() && config.contains("quantization_config") ? "w4a16" : "dense";
+}
+
+absl::Duration Seconds(double seconds) { return absl::Milliseconds(seconds * 1000); }
+
+// What one process serves and everything its services need alive while it does.
+struct Role {
+  std::optional<model::Qwen35Model> target;
+  std::optional<text::Tokenizer> tokenizer;
+  std::unique_ptr<verifier::VerifierHandler> verifier;
+  std::unique_ptr<drafter::DrafterHandler> drafter;
+  std::unique_ptr<verifier::VerifierClient> verifier_client;  // remote verifier
+  std::unique_ptr<drafter::DrafterClient> drafter_client;     // remote drafter
+  std::unique_ptr<orchestrator::GenerationHandler> generation;
+  std::unique_ptr<trainer::TrainerServer> trainer;
+  std::vector<std::unique_ptr<grpc::Service>> services;
+  std::vector<std::string> health_names;
+};
+
+absl::Status RequireFlags(const std::vector<std::pair<const char*, const std::string*>>& flags,
+                          const std::string& role) {
+  for (const auto& [name, value] : flags) {
+    if (value->empty())
+      return absl::InvalidArgumentError(absl::StrCat("--role ", role, " needs ", name));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AddVerifier(const ServeFlags& flags, metrics::Registry& registry, Role& role) {
+  absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(flags.model);
+  if (!target.ok()) return target.status();
+  role.target.emplace(*std::move(target));
+  absl::StatusOr<std::unique_ptr<verifier::VerifierHandler>> handler =
+      verifier::VerifierHandler::Create(
+          *role.target,
+          {.model_name = flags.model,
+           .quantization = QuantizationOf(flags.model),
+           .tapped_layer_ids = flags.tap_layers,
+           .max_sessions = flags.max_sessions,
+           .max_session_length = flags.max_session_length,
+           .max_block_size = flags.max_block_size,
+           .session_idle_timeout = Seconds(flags.session_idle_timeout_s),
+           .open_sessions =
+               &registry.AddGauge("specd_verifier_open_sessions", "Verifier sessions open now.")
+                    .Get()});
+  if (!handler.ok()) return handler.status();
+  role.verifier = *std::move(handler);
+  role.services.push_back(std::make_unique<verifier::VerifierGrpcService>(*role.verifier));
+  role.health_names.push_back("specd.v1.TargetVerifierService");
+  return absl::OkStatus();
+}
+
+// The drafter drafts through the target's embedding and head: in process, the verifier's own
+// tensors; on its own, the two tensors read from the target checkpoint.
+absl::Status AddDrafter(const ServeFlags& flags, const std::string& target_dir,
+                        metrics::Registry& registry, Role& role) {
+  absl::StatusOr<model::DFlashDrafter> drafter = model::DFlashDrafter::Load(flags.drafter);
+  if (!drafter.ok()) return drafter.status();
+  absl::StatusOr<io::Qwen35CheckpointConfig> target_config =
+      io::ReadQwen35CheckpointConfig(target_dir);
+  if (!target_config.ok()) return target_config.status();
+  absl::StatusOr<model::TokenHead> head =
+      role.target.has_value() ? role.target->token_head() : model::TokenHead::Load(target_dir);
+  if (!head.ok()) return head.status();
+  absl::StatusOr<std::unique_ptr<drafter::DrafterHandler>> handler =
+      drafter::DrafterHandler::Create(
+          *std::move(drafter), *std::move(head), target_config->text,
+          {.model_name = flags.drafter,
+           .quantization = QuantizationOf(flags.drafter),
+           .default_window = flags.window,
+           .max_sessions = flags.max_sessions,
+           .session_idle_timeout = Seconds(flags.session_idle_timeout_s),
+           .open_sessions =
+               &registry.AddGauge("specd_drafter_open_sessions", "Drafter sessions open now.")
+                    .Get()});
+  if (!handler.ok()) return handler.status();
+  role.drafter = *std::move(handler);
+  role.services.push_back(std::make_unique<drafter::DrafterGrpcService>(*role.drafter));
+  role.health_names.push_back("specd.v1.DrafterService");
+  return absl::OkStatus();
+}
+
+absl::Status AddOrchestrator(const ServeFlags& flags, verifier::VerifierClient& verifier,
+                             drafter::DrafterClient* drafter, const std::string& tokenizer_path,
+                             metrics::Registry& registry, Role& role) {
+  if (!tokenizer_path.empty()) {
+    absl::StatusOr<text::Tokenizer> tokenizer = text::Tokenizer::FromFile(tokenizer_path);
+    if (!tokenizer.ok()) return tokenizer.status();
+    role.tokenizer.emplace(*std::move(tokenizer));
+  }
+  absl::StatusOr<std::unique_ptr<orchestrator::GenerationHandler>> handler =
+      orchestrator::GenerationHandler::Create(
+          verifier, drafter, role.tokenizer.has_value() ? &*role.tokenizer : nullptr, registry,
+          {.model_name = flags.model_name,
+           .target_model = flags.role == "all" ? flags.model : flags.verifier_addr,
+           .drafter_model = flags.role == "all" ? flags.drafter : flags.drafter_addr,
+           .regimes = {.medium_from = flags.regime_medium_from,
+                       .long_from = flags.regime_long_from},
+           .max_running = flags.max_running,
+           .max_waiting = flags.max_waiting,
+           .max_stop_strings = 16,
+           .default_block_size = flags.block_size,
+           .default_draft_window = flags.window,
+           .chat_flavor = text::ChatFlavor::kQwen3_5,
+           .drafter_retry = absl::Seconds(5)});
+  if (!handler.ok()) return handler.status();
+  role.generation = *std::move(handler);
+  role.services.push_back(std::make_unique<orchestrator::GenerationGrpcService>(*role.generation));
+  role.health_names.push_back("specd.v1.GenerationService");
+  return absl::OkStatus();
+}
+
+absl::Status BuildRole(const ServeFlags& flags, metrics::Registry& registry, Role& role) {
+  const std::string& name = flags.role;
+  if (name == "verifier") {
+    if (absl::Status ok = RequireFlags({{"--model", &flags.model}}, name); !ok.ok()) return ok;
+    return AddVerifier(flags, registry, role);
+  }
+  if (name == "drafter") {
+    if (absl::Status ok =
+            RequireFlags({{"--drafter", &flags.drafter}, {"--target", &flags.target}}, name);
+        !ok.ok()) {
+      return ok;
+    }
+    return AddDrafter(flags, flags.target, registry, role);
+  }
+  if (name == "orchestrator") {
+    if (absl::Status ok = RequireFlags({{"--verifier-addr", &flags.verifier_addr}}, name);
+        !ok.ok()) {
+      return ok;
+    }
+    const absl::Duration timeout = Seconds(flags.call_timeout_s);
+    role.verifier_client = std::make_unique<verifier::GrpcVerifierClient>(
+        grpc::CreateChannel(flags.verifier_addr, grpc::InsecureChannelCredentials()), timeout);
+    if (!flags.drafter_addr.empty()) {
+      role.drafter_client = std::make_unique<drafter::GrpcDrafterClient>(
+          grpc::CreateChannel(flags.drafter_addr, grpc::InsecureChannelCredentials()), timeout);
+    }
+    return AddOrchestrator(flags, *role.verifier_client, role.drafter_client.get(), flags.tokenizer,
+                           registry, role);
+  }
+  if (name == "trainer") {
+    absl::StatusOr<std::unique_ptr<trainer::TrainerServer>> trainer =
+        trainer::TrainerServer::Create(
+            {.work_root = flags.work_root,
+             .specd_binary = std::filesystem::read_symlink("/proc/self/exe"),
+             .max_running_jobs = flags.max_running_jobs,
+             .cancel_grace = absl::Seconds(10)},
+            registry);
+    if (!trainer.ok()) return trainer.status();
+    role.trainer = *std::move(trainer);
+    role.health_names.push_back("specd.v1.TrainerService");
+    return absl::OkStatus();
+  }
+  if (name == "all") {
+    if (absl::Status ok = RequireFlags({{"--model", &flags.model}}, name); !ok.ok()) return ok;
+    if (absl::Status ok = AddVerifier(flags, registry, role); !ok.ok()) return ok;
+    if (!flags.drafter.empty()) {
+      if (absl::Status ok = AddDrafter(flags, flags.model, registry, role); !ok.ok()) return ok;
+    }
+    std::string tokenizer = flags.tokenizer;
+    if (const std::filesystem::path own = std::filesystem::path(flags.model) / "tokenizer.json";
+        tokenizer.empty() && std::filesystem::exists(own)) {
+      tokenizer = own.string();
+    }
+    return AddOrchestrator(flags, *role.verifier, role.drafter.get(), tokenizer, registry, role);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--role ", name, " is not one of verifier, drafter, orchestrator, trainer, all"));
+}
+
+absl::Status Serve(const ServeFlags& flags) {
+  if (absl::Status installed = InstallStopHandler(); !installed.ok()) return installed;
+  // Before any thread starts: whatever ends this process, its shared memory goes with it.
+  if (absl::Status reaper = rpc::StartSharedMemoryReaper(); !reaper.ok()) return reaper;
+  metrics::Registry registry;
+  Role role;
+  if (absl::Status built = BuildRole(flags, registry, role); !built.ok()) return built;
+  std::unique_ptr<metrics::MetricsEndpoint> endpoint;
+  if (flags.metrics_port >= 0) {
+    absl::StatusOr<std::unique_ptr<metrics::MetricsEndpoint>> started =
+        metrics::MetricsEndpoint::Start(registry, flags.host, flags.metrics_port);
+    if (!started.ok()) return started.status();
+    endpoint = *std::move(started);
+  }
+  std::vector<grpc::Service*> services;
+  for (const auto& service : role.services) services.push_back(service.get());
+  if (role.trainer != nullptr) services.push_back(role.trainer->service());
+  absl::StatusOr<rpc::GrpcServer> server = rpc::StartGrpcServer(
+      absl::StrCat(flags.host, ":", flags.port), services, role.health_names, registry);
+  if (!server.ok()) return server.status();
+  std::cerr << "specd serve: " << flags.role << " serving "
+            << absl::StrJoin(role.health_names, ", ") << " on " << flags.host << ":"
+            << server->port;
+  if (endpoint != nullptr) std::cerr << ", metrics on :" << endpoint->port() << "/metrics";
+  std::cerr << std::endl;
+
+  WaitForStopSignal();
+  std::cerr << "specd serve: draining (up to " << flags.shutdown_timeout_s << " s)" << std::endl;
+  const absl::Duration drain = Seconds(flags.shutdown_timeout_s);
+  rpc::MarkNotServing(*server->server);
+  if (role.generation != nullptr) role.generation->Shutdown(drain);
+  if (role.trainer != nullptr) role.trainer->Shutdown();  // jobs resume at the next start
+  server->server->Shutdown(absl::ToChronoTime(absl::Now() + drain));
+  std::cerr << "specd serve: stopped" << std::endl;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddServeCommand(CLI::App& app) {
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* serve = app.add_subcommand("serve", "serve one role of specd over gRPC");
+  serve->add_option("--role", flags->role, "verifier, drafter, orchestrator, trainer or all")
+      ->required();
+  serve->add_option("--host", flags->host, "address to listen on")->capture_default_str();
+  serve->add_option("--port", flags->port, "gRPC port (0: any free one)")->capture_default_str();
+  serve->add_option("--metrics-port", flags->metrics_port,
+                    "Prometheus /metrics port (0: any free one; default: none)");
+  serve
+      ->add_option("--shutdown-timeout", flags->shutdown_timeout_s,
+                   "seconds a SIGTERM lets running requests finish")
+      ->capture_default_str();
+  serve->add_option("--model", flags->model, "verifier, all: the target checkpoint directory");
+  serve
+      ->add_option("--tap-layers", flags->tap_layers,
+                   "verifier: layers tapped when a Prefill names none")
+      ->delimiter(',');
+  serve->add_option("--max-sessions", flags->max_sessions, "verifier, drafter: open sessions")
+      ->capture_default_str();
+  serve
+      ->add_option("--max-session-length", flags->max_session_length,
+                   "verifier: longest session (prompt + new tokens)")
+      ->capture_default_str();
+  serve->add_option("--max-block-size", flags->max_block_size, "verifier: longest verify block")
+      ->capture_default_str();
+  serve
+      ->add_option("--session-idle-timeout", flags->session_idle_timeout_s,
+                   "verifier, drafter: seconds before an untouched session is dropped")
+      ->capture_default_str();
+  serve->add_option("--drafter", flags->drafter, "drafter, all: the DFlash drafter directory");
+  serve->add_option("--target", flags->target,
+                    "drafter: the target checkpoint (only its embedding and head are read)");
+  serve
+      ->add_option("--window", flags->window,
+                   "drafter, orchestrator, all: default draft attention window (0: full)")
+      ->capture_default_str();
+  serve->add_option("--verifier-addr", flags->verifier_addr, "orchestrator: HOST:PORT");
+  serve->add_option("--drafter-addr", flags->drafter_addr,
+                    "orchestrator: HOST:PORT (none: target-only)");
+  serve->add_option("--tokenizer", flags->tokenizer,
+                    "orchestrator, all: tokenizer.json for text prompts (all: default the "
+                    "model's own)");
+  serve->add_option("--model-name", flags->model_name, "orchestrator, all: the `model` label")
+      ->capture_default_str();
+  serve
+      ->add_option("--max-running", flags->max_running,
+                   "orchestrator, all: requests generating at once")
+      ->capture_default_str();
+  serve
+      ->add_option("--max-waiting", flags->max_waiting,
+                   "orchestrator, all: requests queued beyond those (then RESOURCE_EXHAUSTED)")
+      ->capture_default_str();
+  serve
+      ->add_option("--block-size", flags->block_size,
+                   "orchestrator, all: default draft block (0: the drafter's)")
+      ->capture_default_str();
+  serve
+      ->add_option("--call-timeout", flags->call_timeout_s,
+                   "orchestrator: seconds before a verifier or drafter call fails")
+      ->capture_default_str();
+  serve
+      ->add_option("--regime-medium-from", flags->regime_medium_from,
+                   "orchestrator, all: shortest prompt (tokens) of the medium regime")
+      ->capture_default_str();
+  serve
+      ->add_option("--regime-long-from", flags->regime_long_from,
+                   "orchestrator, all: shortest prompt (tokens) of the long regime")
+      ->capture_default_str();
+  serve
+      ->add_option("--work-root", flags->work_root,
+                   "trainer: the jobs database and the jobs' default output directories")
+      ->capture_default_str();
+  serve->add_option("--max-running-jobs", flags->max_running_jobs, "trainer: jobs run at once")
+      ->capture_default_str();
+  serve->callback([serve, flags] { RunOrExit(*serve, [&] { return Serve(*flags); }); });
+}
+
+}  // namespace specd::cli

@@ -1,0 +1,33 @@
+#pragma once
+// What every specctl command shares: where the server is, each call's deadline, and how an
+// error ends the program ("specctl: CODE_NAME: message" on stderr, exit status 1).
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+
+namespace specd::specctl {
+
+struct ClientOptions {
+  std::string address = "localhost:50051";
+  // Seconds per call; 0: the default, 30 s, and no deadline for a followed stream.
+  double timeout_seconds = 0;
+};
+
+// Adds --addr (or $SPECCTL_ADDR) and --timeout to the top-level command.
+void AddClientOptions(CLI::App& app, ClientOptions& options);
+
+std::shared_ptr<grpc::Channel> Connect(const ClientOptions& options);
+
+// Sets the call's deadline from the options; `streaming` calls have none unless --timeout says.
+void SetDeadline(grpc::ClientContext& context, const ClientOptions& options,
+                 bool streaming = false);
+
+// Returns if `status` is OK; otherwise prints it and ends the command with exit status 1.
+void ExitOnError(const grpc::Status& status);
+void ExitOnError(const absl::Status& status);
+
+}  // namespace specd::specctl

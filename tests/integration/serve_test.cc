@@ -1,0 +1,463 @@
+// The serving system as users run it: `specd serve` processes on loopback (verifier, drafter and
+// orchestrator apart, or `--role all`), driven by `specctl` and by gRPC clients, scraped by a real
+// Prometheus. Distributed, embedded and local generation agree token for token; the system keeps
+// serving when the drafter dies, frees what cancelled or vanished clients held, answers bad input
+// with the contract's codes and leaves nothing in /dev/shm.
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "specd/v1/generation.grpc.pb.h"
+#include "tests/support/paths.h"
+#include "tests/support/server_process.h"
+#include "tests/support/subprocess.h"
+
+namespace specd {
+namespace {
+
+using ::specd::testing::ProcessResult;
+using ::specd::testing::RunProcess;
+using ::specd::testing::ServerProcess;
+using ::testing::HasSubstr;
+
+constexpr int kNewTokens = 24;
+
+std::string Fixture(const std::string& name) {
+  return (::specd::testing::SharedDir() / "fixtures" / name).string();
+}
+std::string Target() { return Fixture("qwen35-tiny-a"); }
+std::string Drafter() { return Fixture("dflash-tiny-a"); }
+
+std::string IdList(int length, int seed) {
+  std::string list;
+  for (int i = 0; i < length; ++i) {
+    if (i > 0) list += ',';
+    list += std::to_string((seed * 131 + i * 17) % 300 + 1);
+  }
+  return list;
+}
+
+std::unique_ptr<ServerProcess> Serve(std::vector<std::string> args) {
+  std::vector<std::string> argv = {SPECD_BINARY, "serve", "--host",         "127.0.0.1",
+                                   "--port",     "0",     "--metrics-port", "0"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::string error;
+  std::unique_ptr<ServerProcess> server = ServerProcess::Start(argv, error);
+  EXPECT_NE(server, nullptr) << error;
+  return server;
+}
+
+// Verifier, drafter and an orchestrator between them, each its own process.
+struct Distributed {
+  std::unique_ptr<ServerProcess> verifier = Serve({"--role", "verifier", "--model", Target()});
+  std::unique_ptr<ServerProcess> drafter =
+      Serve({"--role", "drafter", "--drafter", Drafter(), "--target", Target()});
+  std::unique_ptr<ServerProcess> orchestrator =
+      verifier && drafter ? Serve({"--role", "orchestrator", "--verifier-addr", verifier->address(),
+                                   "--drafter-addr", drafter->address(), "--regime-medium-from",
+                                   "16", "--regime-long-from", "48"})
+                          : nullptr;
+  bool ok() const { return verifier && drafter && orchestrator; }
+};
+
+ProcessResult Specctl(const std::string& address, std::vector<std::string> args) {
+  args.insert(args.begin(), {SPECCTL_BINARY, "--addr", address});
+  return RunProcess(args);
+}
+
+std::vector<int64_t> GeneratedIds(const ProcessResult& run) {
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  if (run.exit_code != 0) return {};
+  return nlohmann::json::parse(run.out)["ids"].get<std::vector<int64_t>>();
+}
+
+std::vector<int64_t> SpecctlIds(const std::string& address, const std::string& ids,
+                                bool stream = false) {
+  std::vector<std::string> args = {"generate",
+                                   "--ids",
+                                   ids,
+                                   "--max-new-tokens",
+                                   std::to_string(kNewTokens),
+                                   "--temperature",
+                                   "0",
+                                   "--ignore-eos",
+                                   "--json"};
+  if (stream) args.push_back("--stream");
+  return GeneratedIds(Specctl(address, args));
+}
+
+std::vector<int64_t> LocalIds(const std::string& ids, bool with_drafter) {
+  std::vector<std::string> args = {SPECD_BINARY,
+                                   "generate",
+                                   "--model",
+                                   Target(),
+                                   "--ids",
+                                   ids,
+                                   "--max-new-tokens",
+                                   std::to_string(kNewTokens),
+                                   "--ignore-eos",
+                                   "--format",
+                                   "json"};
+  if (with_drafter) args.insert(args.end(), {"--drafter", Drafter()});
+  return GeneratedIds(RunProcess(args));
+}
+
+std::string Metrics(const ServerProcess& server) {
+  httplib::Client client("127.0.0.1", server.metrics_port());
+  const httplib::Result result = client.Get("/metrics");
+  return result && result->status == 200 ? result->body : "";
+}
+
+// The value of an unlabelled sample, or -1.
+double Sample(const std::string& metrics, const std::string& name) {
+  const std::regex line("(^|\n)" + name + " ([0-9.e+-]+)");
+  std::smatch match;
+  return std::regex_search(metrics, match, line) ? std::stod(match[2]) : -1;
+}
+
+// Waits up to 10 s for `name` to read `value` on `server`'s /metrics.
+bool EventuallyReads(const ServerProcess& server, const std::string& name, double value) {
+  for (int i = 0; i < 200; ++i) {
+    if (Sample(Metrics(server), name) == value) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+std::vector<std::string> SharedMemoryOf(pid_t pid) {
+  std::vector<std::string> names;
+  const std::string prefix = "specd." + std::to_string(pid) + ".";
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) names.push_back(name);
+  }
+  return names;
+}
+
+std::unique_ptr<v1::GenerationService::Stub> Stub(const std::string& address) {
+  return v1::GenerationService::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+}
+
+v1::GenerateStreamRequest StreamRequest(const std::string& ids, int max_new_tokens) {
+  v1::GenerateStreamRequest request;
+  std::stringstream list(ids);
+  for (std::string id; std::getline(list, id, ',');) {
+    request.mutable_prompt()->mutable_token_ids()->add_ids(std::stoi(id));
+  }
+  request.mutable_sampling()->set_max_new_tokens(max_new_tokens);
+  request.mutable_sampling()->set_temperature(0);
+  request.mutable_sampling()->set_ignore_eos(true);
+  return request;
+}
+
+TEST(SpecdServeTest, DistributedEmbeddedAndLocalGenerationGiveTheSameIds) {
+  Distributed distributed;
+  ASSERT_TRUE(distributed.ok());
+  std::unique_ptr<ServerProcess> all =
+      Serve({"--role", "all", "--model", Target(), "--drafter", Drafter()});
+  ASSERT_NE(all, nullptr);
+  for (const std::string& ids : {IdList(8, 1), IdList(30, 2)}) {
+    const std::vector<int64_t> local = LocalIds(ids, /*with_drafter=*/false);
+    ASSERT_EQ(local.size(), kNewTokens);
+    EXPECT_EQ(LocalIds(ids, /*with_drafter=*/true), local);
+    EXPECT_EQ(SpecctlIds(distributed.orchestrator->address(), ids), local);
+    EXPECT_EQ(SpecctlIds(distributed.orchestrator->address(), ids, /*stream=*/true), local);
+    EXPECT_EQ(SpecctlIds(all->address(), ids), local);
+  }
+  for (const ServerProcess* server : {distributed.verifier.get(), distributed.drafter.get(),
+                                      distributed.orchestrator.get(), all.get()}) {
+    const ProcessResult health = Specctl(server->address(), {"health"});
+    EXPECT_EQ(health.exit_code, 0) << health.err;
+    EXPECT_EQ(health.out, "SERVING\n");
+    const ProcessResult lint =
+        RunProcess({"/usr/bin/promtool", "check", "metrics"}, Metrics(*server));
+    EXPECT_EQ(lint.exit_code, 0) << lint.out << lint.err;
+    EXPECT_EQ(lint.out + lint.err, "");
+  }
+  EXPECT_GT(Sample(Metrics(*distributed.orchestrator),
+                   "specd_spec_decode_num_drafts_total\\{model=\"specd\",regime=\"short\"\\}"),
+            0);
+}
+
+TEST(SpecdServeTest, ThirtyTwoConcurrentStreamsFinishWithoutErrorsOrLeaks) {
+  Distributed distributed;
+  ASSERT_TRUE(distributed.ok());
+  const std::string expected_ids = IdList(10, 3);
+  const std::vector<int64_t> expected = LocalIds(expected_ids, false);
+  std::atomic<int> failures = 0;
+  std::atomic<int> finished = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  std::vector<std::thread> clients;
+  for (int client = 0; client < 32; ++client) {
+    clients.emplace_back([&, client] {
+      auto stub = Stub(distributed.orchestrator->address());
+      // Every client runs requests back to back until the time is up; the first of client 0
+      // is checked against local generation.
+      do {
+        grpc::ClientContext context;
+        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+        const std::string ids = client == 0 ? expected_ids : IdList(6 + client % 7, client);
+        auto reader = stub->GenerateStream(&context, StreamRequest(ids, kNewTokens));
+        std::vector<int64_t> got;
+        v1::GenerateStreamResponse message;
+        while (reader->Read(&message)) {
+          got.insert(got.end(), message.token_ids().begin(), message.token_ids().end());
+        }
+        const grpc::Status status = reader->Finish();
+        if (!status.ok() || got.size() != kNewTokens || (client == 0 && got != expected)) {
+          ++failures;
+        }
+        ++finished;
+      } while (std::chrono::steady_clock::now() < until);
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  EXPECT_EQ(failures, 0);
+  EXPECT_GE(finished, 32);
+  EXPECT_TRUE(EventuallyReads(*distributed.verifier, "specd_verifier_open_sessions", 0));
+  EXPECT_TRUE(EventuallyReads(*distributed.drafter, "specd_drafter_open_sessions", 0));
+  EXPECT_TRUE(EventuallyReads(*distributed.orchestrator,
+                              "specd_num_requests_running\\{model=\"specd\"\\}", 0));
+  EXPECT_THAT(SharedMemoryOf(distributed.verifier->pid()), ::testing::IsEmpty());
+}
+
+TEST(SpecdServeTest, KillingTheDrafterMidStreamFinishesRequestsTargetOnly) {
+  Distributed distributed;
+  ASSERT_TRUE(distributed.ok());
+  const std::string ids = IdList(12, 4);
+  grpc::ClientContext context;
+  auto reader =
+      Stub(distributed.orchestrator->address())->GenerateStream(&context, StreamRequest(ids, 120));
+  std::vector<int64_t> got;
+  v1::GenerateStreamResponse message;
+  bool killed = false;
+  while (reader->Read(&message)) {
+    got.insert(got.end(), message.token_ids().begin(), message.token_ids().end());
+    if (!killed) {
+      distributed.drafter->Signal(SIGKILL);
+      killed = true;
+    }
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(got.size(), 120u);
+  EXPECT_EQ(message.acceptance().num_target_only_steps() > 0, true);
+  EXPECT_GE(Sample(Metrics(*distributed.orchestrator),
+                   "specd_drafter_fallbacks_total\\{model=\"specd\"\\}"),
+            1);
+  // And new requests are served too, target-only.
+  EXPECT_EQ(SpecctlIds(distributed.orchestrator->address(), ids), LocalIds(ids, false));
+}
+
+TEST(SpecdServeTest, ACancelledStreamFreesItsSessions) {
+  Distributed distributed;
+  ASSERT_TRUE(distributed.ok());
+  grpc::ClientContext context;
+  auto reader = Stub(distributed.orchestrator->address())
+                    ->GenerateStream(&context, StreamRequest(IdList(12, 5), 2000));
+  v1::GenerateStreamResponse message;
+  ASSERT_TRUE(reader->Read(&message));
+  EXPECT_TRUE(EventuallyReads(*distributed.verifier, "specd_verifier_open_sessions", 1));
+  context.TryCancel();
+  while (reader->Read(&message)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_TRUE(EventuallyReads(*distributed.verifier, "specd_verifier_open_sessions", 0));
+  EXPECT_TRUE(EventuallyReads(*distributed.drafter, "specd_drafter_open_sessions", 0));
+}
+
+TEST(SpecdServeTest, BadInputIsAnsweredWithTheContractsCodes) {
+  std::unique_ptr<ServerProcess> all =
+      Serve({"--role", "all", "--model", Target(), "--drafter", Drafter()});
+  ASSERT_NE(all, nullptr);
+  const struct {
+    std::vector<std::string> args;
+    const char* error;
+  } cases[] = {
+      {{"generate", "--ids", "1,2,100000"}, "INVALID_ARGUMENT: prompt: token id 100000"},
+      {{"generate", "--ids", "1,2", "--temperature", "-1"},
+       "INVALID_ARGUMENT: sampling.temperature"},
+      {{"generate", "--ids", "1,2", "--max-new-tokens", "100000"},
+       "INVALID_ARGUMENT: sampling.max_new_tokens"},
+      {{"generate", "hello"}, "INVALID_ARGUMENT: prompt: this server has no tokenizer"},
+      {{"health", "--service", "no.such.Service"}, "NOT_FOUND"},
+  };
+  for (const auto& bad : cases) {
+    const ProcessResult run = Specctl(all->address(), bad.args);
+    EXPECT_EQ(run.exit_code, 1) << bad.args[0];
+    EXPECT_THAT(run.err, HasSubstr(bad.error));
+  }
+  const ProcessResult unreachable = Specctl("127.0.0.1:1", {"generate", "--ids", "1"});
+  EXPECT_EQ(unreachable.exit_code, 1);
+  EXPECT_THAT(unreachable.err, HasSubstr("specctl: UNAVAILABLE"));
+}
+
+TEST(SpecdServeTest, AKilledVerifierLeavesNothingInSharedMemory) {
+  Distributed distributed;
+  ASSERT_TRUE(distributed.ok());
+  grpc::ClientContext context;
+  auto reader = Stub(distributed.orchestrator->address())
+                    ->GenerateStream(&context, StreamRequest(IdList(12, 6), 2000));
+  v1::GenerateStreamResponse message;
+  ASSERT_TRUE(reader->Read(&message));
+  const pid_t verifier = distributed.verifier->pid();
+  EXPECT_THAT(SharedMemoryOf(verifier), ::testing::SizeIs(1));
+  distributed.verifier->Signal(SIGKILL);
+  distributed.verifier->Wait();
+  for (int i = 0; i < 100 && !SharedMemoryOf(verifier).empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_THAT(SharedMemoryOf(verifier), ::testing::IsEmpty());
+  // The request fails with UNAVAILABLE: the verifier is the one process the output needs.
+  while (reader->Read(&message)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST(SpecdServeTest, SigtermDrainsRunningRequestsThenExits) {
+  std::unique_ptr<ServerProcess> all = Serve(
+      {"--role", "all", "--model", Target(), "--drafter", Drafter(), "--shutdown-timeout", "60"});
+  ASSERT_NE(all, nullptr);
+  grpc::ClientContext context;
+  auto reader = Stub(all->address())->GenerateStream(&context, StreamRequest(IdList(8, 7), 300));
+  v1::GenerateStreamResponse message;
+  ASSERT_TRUE(reader->Read(&message));
+  all->Signal(SIGTERM);
+  int tokens = message.token_ids_size();
+  while (reader->Read(&message)) tokens += message.token_ids_size();
+  EXPECT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(tokens, 300);
+  EXPECT_EQ(all->Wait(), 0) << all->log();
+}
+
+// A port nothing listens on right now, for servers that cannot pick their own.
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address = {};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+// The series of an instant PromQL query: label `by` → value.
+std::map<std::string, double> Query(httplib::Client& prometheus, const std::string& promql,
+                                    const std::string& by) {
+  std::map<std::string, double> series;
+  const httplib::Params params = {{"query", promql}};
+  const httplib::Result result = prometheus.Get("/api/v1/query", params, httplib::Headers());
+  if (!result || result->status != 200) return series;
+  const nlohmann::json body = nlohmann::json::parse(result->body, nullptr, false);
+  if (!body.is_object() || body.value("status", "") != "success") return series;
+  for (const nlohmann::json& item : body["data"]["result"]) {
+    series[item["metric"].value(by, "")] = std::stod(item["value"][1].get<std::string>());
+  }
+  return series;
+}
+
+TEST(SpecdServeTest, PrometheusScrapesEveryServiceAndAnswersPerRegimeQueries) {
+  Distributed distributed;
+  ASSERT_TRUE(distributed.ok());
+  // The orchestrator's regimes here: short < 16 ≤ medium < 48 ≤ long prompt tokens.
+  for (const int length : {8, 24, 60}) {
+    EXPECT_EQ(SpecctlIds(distributed.orchestrator->address(), IdList(length, length)).size(),
+              kNewTokens);
+  }
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("specd_prometheus_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "prometheus.yml")
+      << "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+      << "scrape_configs:\n"
+      << "  - job_name: specd\n"
+      << "    static_configs:\n"
+      << "      - targets: ['127.0.0.1:" << distributed.verifier->metrics_port() << "', "
+      << "'127.0.0.1:" << distributed.drafter->metrics_port()
+      << "', '127.0.0.1:" << distributed.orchestrator->metrics_port() << "']\n";
+  const int port = FreePort();
+  std::string error;
+  std::unique_ptr<ServerProcess> prometheus = ServerProcess::Start(
+      {"/usr/bin/prometheus", "--config.file=" + (dir / "prometheus.yml").string(),
+       "--storage.tsdb.path=" + (dir / "data").string(),
+       "--web.listen-address=127.0.0.1:" + std::to_string(port)},
+      error, std::chrono::seconds(60), "Server is ready to receive web requests");
+  ASSERT_NE(prometheus, nullptr) << error;
+  httplib::Client client("127.0.0.1", port);
+  const std::string tau =
+      "1 + sum by (regime) (specd_spec_decode_num_accepted_tokens_total) / sum by (regime) "
+      "(specd_spec_decode_num_drafts_total)";
+  const std::string ttft_p95 =
+      "histogram_quantile(0.95, sum by (le, regime) (specd_time_to_first_token_seconds_bucket))";
+  std::map<std::string, double> up, taus, ttfts;
+  for (int i = 0; i < 120 && (up.size() < 3 || taus.size() < 3 || ttfts.size() < 3); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    up = Query(client, "up == 1", "instance");
+    taus = Query(client, tau, "regime");
+    ttfts = Query(client, ttft_p95, "regime");
+  }
+  EXPECT_EQ(up.size(), 3u) << "every service is scraped";
+  for (const char* regime : {"short", "medium", "long"}) {
+    ASSERT_TRUE(taus.contains(regime)) << regime;
+    EXPECT_GE(taus[regime], 1) << regime;
+    ASSERT_TRUE(ttfts.contains(regime)) << regime;
+    EXPECT_GT(ttfts[regime], 0) << regime;
+  }
+  prometheus.reset();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SpecdServeTest, AJobSubmittedWithSpecctlRunsTheSmokePipelineToSuccess) {
+  const std::filesystem::path root =
+      std::filesystem::temp_directory_path() / ("specd_trainer_" + std::to_string(getpid()));
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root);
+  std::unique_ptr<ServerProcess> trainer =
+      Serve({"--role", "trainer", "--work-root", (root / "work").string()});
+  ASSERT_NE(trainer, nullptr);
+  std::ofstream(root / "smoke.yaml") << "preset: smoke\n";
+  const ProcessResult submitted =
+      Specctl(trainer->address(), {"jobs", "submit", "pipeline", "--config",
+                                   (root / "smoke.yaml").string(), "--submission-id", "smoke-1"});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  const ProcessResult listed = Specctl(trainer->address(), {"jobs", "list", "--json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const nlohmann::json jobs = nlohmann::json::parse(listed.out);
+  ASSERT_EQ(jobs["jobs"].size(), 1u) << listed.out;
+  const std::string job_id = jobs["jobs"][0]["jobId"];
+  // Following the log ends when the job does.
+  const ProcessResult logs = Specctl(trainer->address(), {"jobs", "logs", job_id, "--follow"});
+  EXPECT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_THAT(logs.out, HasSubstr("== pipeline: evaluate"));
+  EXPECT_THAT(logs.out, HasSubstr("ended (exit status 0)"));
+  const ProcessResult job = Specctl(trainer->address(), {"jobs", "get", job_id, "--json"});
+  ASSERT_EQ(job.exit_code, 0) << job.err;
+  EXPECT_EQ(nlohmann::json::parse(job.out)["state"], "JOB_STATE_SUCCEEDED") << job.out;
+  trainer.reset();
+  std::filesystem::remove_all(root);
+}
+
+}  // namespace
+}  // namespace specd
