@@ -6,13 +6,18 @@
 //     per Draft → Verify step of each, the difference and the ratio.
 //  2. Concurrency sweep: the distributed stack behind a GenerationService on loopback, c clients
 //     each running requests back to back: requests/s, tokens/s, p50 and p95 end-to-end latency.
+// Prompts are random ids, or with --prompts the user turns of a conversations JSONL (e.g. a
+// pipeline's data/eval-prompts.jsonl) sent as chats, thinking off, as the pipeline evaluates.
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -23,6 +28,8 @@
 #include "common/model/dflash_drafter.h"
 #include "common/model/qwen35_model.h"
 #include "common/rpc/grpc_server.h"
+#include "common/text/tokenizer.h"
+#include "nlohmann/json.hpp"
 #include "services/cli/commands.h"
 #include "services/drafter/drafter_grpc.h"
 #include "services/drafter/drafter_handler.h"
@@ -40,6 +47,8 @@ using Clock = std::chrono::steady_clock;
 struct ServeBenchFlags {
   std::string model;
   std::string drafter;
+  std::string prompts;    // conversations JSONL; empty: random ids
+  std::string tokenizer;  // for --prompts; default: the model's tokenizer.json
   int64_t prompt_length = 64;
   int64_t new_tokens = 64;
   int64_t requests = 6;  // per measurement of part 1, per client in part 2
@@ -47,13 +56,37 @@ struct ServeBenchFlags {
   std::vector<int64_t> concurrency = {1, 2, 4, 8, 16};
 };
 
-std::vector<v1::GenerateRequest> Requests(const ServeBenchFlags& flags, int64_t vocab) {
+absl::StatusOr<std::vector<v1::GenerateRequest>> Requests(const ServeBenchFlags& flags,
+                                                          int64_t vocab) {
+  std::vector<v1::GenerateRequest> requests(flags.requests);
   std::mt19937_64 random(0);
   std::uniform_int_distribution<int64_t> token(0, vocab - 1);
-  std::vector<v1::GenerateRequest> requests(flags.requests);
+  std::ifstream conversations;
+  if (!flags.prompts.empty()) {
+    conversations.open(flags.prompts);
+    if (!conversations) return absl::NotFoundError(absl::StrCat("cannot read ", flags.prompts));
+  }
   for (v1::GenerateRequest& request : requests) {
-    for (int64_t i = 0; i < flags.prompt_length; ++i) {
-      request.mutable_prompt()->mutable_token_ids()->add_ids(static_cast<uint32_t>(token(random)));
+    if (flags.prompts.empty()) {
+      for (int64_t i = 0; i < flags.prompt_length; ++i) {
+        request.mutable_prompt()->mutable_token_ids()->add_ids(
+            static_cast<uint32_t>(token(random)));
+      }
+    } else {
+      std::string line;
+      if (!std::getline(conversations, line)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(flags.prompts, " has fewer than ", flags.requests, " conversations"));
+      }
+      const nlohmann::json conversation = nlohmann::json::parse(line, nullptr, false);
+      if (!conversation.is_object() || !conversation.contains("messages")) {
+        return absl::InvalidArgumentError(absl::StrCat(flags.prompts, ": not a conversation"));
+      }
+      v1::ChatInput& chat = *request.mutable_prompt()->mutable_chat();
+      v1::ChatMessage& user = *chat.add_messages();
+      user.set_role("user");
+      user.set_content(conversation["messages"][0].value("content", ""));
+      chat.set_enable_thinking(false);
     }
     request.mutable_sampling()->set_temperature(0);
     request.mutable_sampling()->set_max_new_tokens(static_cast<uint32_t>(flags.new_tokens));
@@ -102,18 +135,27 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
   if (!target.ok()) return target.status();
   absl::StatusOr<model::DFlashDrafter> drafter = model::DFlashDrafter::Load(flags.drafter);
   if (!drafter.ok()) return drafter.status();
+  std::optional<text::Tokenizer> tokenizer;
+  if (!flags.prompts.empty()) {
+    const std::string path = flags.tokenizer.empty()
+                                 ? (std::filesystem::path(flags.model) / "tokenizer.json").string()
+                                 : flags.tokenizer;
+    absl::StatusOr<text::Tokenizer> loaded = text::Tokenizer::FromFile(path);
+    if (!loaded.ok()) return loaded.status();
+    tokenizer.emplace(*std::move(loaded));
+  }
+  const text::Tokenizer* text_tokenizer = tokenizer.has_value() ? &*tokenizer : nullptr;
   metrics::Registry registry;
   const int64_t max_sessions = std::max<int64_t>(64, 2 * flags.concurrency.back());
   absl::StatusOr<std::unique_ptr<verifier::VerifierHandler>> verifier =
-      verifier::VerifierHandler::Create(
-          *target, {.model_name = flags.model,
-                    .quantization = "",
-                    .tapped_layer_ids = {},
-                    .max_sessions = max_sessions,
-                    .max_session_length = flags.prompt_length + flags.new_tokens,
-                    .max_block_size = 16,
-                    .session_idle_timeout = absl::Seconds(60),
-                    .open_sessions = nullptr});
+      verifier::VerifierHandler::Create(*target, {.model_name = flags.model,
+                                                  .quantization = "",
+                                                  .tapped_layer_ids = {},
+                                                  .max_sessions = max_sessions,
+                                                  .max_session_length = 4096,
+                                                  .max_block_size = 16,
+                                                  .session_idle_timeout = absl::Seconds(60),
+                                                  .open_sessions = nullptr});
   if (!verifier.ok()) return verifier.status();
   absl::StatusOr<std::unique_ptr<drafter::DrafterHandler>> drafter_handler =
       drafter::DrafterHandler::Create(*std::move(drafter), target->token_head(), target->config(),
@@ -141,16 +183,19 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
   options.max_waiting = flags.concurrency.back();
   metrics::Registry embedded_metrics, distributed_metrics;
   absl::StatusOr<std::unique_ptr<orchestrator::GenerationHandler>> embedded =
-      orchestrator::GenerationHandler::Create(**verifier, drafter_handler->get(), nullptr,
+      orchestrator::GenerationHandler::Create(**verifier, drafter_handler->get(), text_tokenizer,
                                               embedded_metrics, options);
   if (!embedded.ok()) return embedded.status();
   absl::StatusOr<std::unique_ptr<orchestrator::GenerationHandler>> distributed =
-      orchestrator::GenerationHandler::Create(verifier_client, &drafter_client, nullptr,
+      orchestrator::GenerationHandler::Create(verifier_client, &drafter_client, text_tokenizer,
                                               distributed_metrics, options);
   if (!distributed.ok()) return distributed.status();
 
   // 1. Per-step overhead, embedded and distributed in alternation.
-  const std::vector<v1::GenerateRequest> requests = Requests(flags, target->config().vocab_size);
+  absl::StatusOr<std::vector<v1::GenerateRequest>> prepared =
+      Requests(flags, target->config().vocab_size);
+  if (!prepared.ok()) return prepared.status();
+  const std::vector<v1::GenerateRequest>& requests = *prepared;
   StepCost embedded_cost, distributed_cost;
   for (int64_t round = 0; round < flags.rounds; ++round) {
     if (absl::Status ran = RunRequests(**embedded, requests, embedded_cost); !ran.ok()) return ran;
@@ -159,9 +204,10 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
     }
   }
   std::printf(
-      "## Per-step overhead (%lld requests × %lld rounds, prompt %lld, %lld new tokens)\n\n",
+      "## Per-step overhead (%lld requests × %lld rounds, %s prompts, %lld new tokens)\n\n",
       static_cast<long long>(flags.requests), static_cast<long long>(flags.rounds),
-      static_cast<long long>(flags.prompt_length), static_cast<long long>(flags.new_tokens));
+      (flags.prompts.empty() ? absl::StrCat(flags.prompt_length, "-token random") : "chat").c_str(),
+      static_cast<long long>(flags.new_tokens));
   std::printf("| path | ms / step | tokens / s (decode) | τ |\n|---|---|---|---|\n");
   for (const auto& [name, cost] :
        {std::pair{"embedded", embedded_cost}, std::pair{"distributed", distributed_cost}}) {
@@ -229,7 +275,12 @@ void AddServeBench(CLI::App& bench) {
       "serve", "distributed vs embedded per-step overhead, and a concurrency sweep");
   command->add_option("--model", flags->model, "the target checkpoint")->required();
   command->add_option("--drafter", flags->drafter, "the DFlash drafter")->required();
-  command->add_option("--prompt-len", flags->prompt_length, "prompt tokens")->capture_default_str();
+  command->add_option("--prompts", flags->prompts,
+                      "conversations JSONL whose user turns are the prompts (default: random ids)");
+  command->add_option("--tokenizer", flags->tokenizer,
+                      "tokenizer.json for --prompts (default: the model's)");
+  command->add_option("--prompt-len", flags->prompt_length, "random prompt tokens")
+      ->capture_default_str();
   command->add_option("--new-tokens", flags->new_tokens, "new tokens per request")
       ->capture_default_str();
   command
