@@ -1,7 +1,9 @@
 #include "common/rpc/grpc_server.h"
 
+#include <grpcpp/create_channel.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/credentials.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 #include <grpcpp/support/server_interceptor.h>
@@ -88,6 +90,10 @@ void MarkNotServing(grpc::Server& server) {
   if (grpc::HealthCheckServiceInterface* health = server.GetHealthCheckService()) {
     health->SetServingStatus(false);
   }
+}
+
+std::shared_ptr<grpc::Channel> Connect(const std::string& address) {
+  return grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
 }
 
 }  // namespace specd::rpc

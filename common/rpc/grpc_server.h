@@ -1,7 +1,9 @@
 #pragma once
-// How every specd process serves gRPC: its services plus the standard health service
+// How every specd process serves gRPC — its services plus the standard health service
 // (grpc.health.v1, one entry per service name) and server reflection, and a count of every
-// handled call by method and status code (`specd_grpc_server_handled_total`).
+// handled call by method and status code (`specd_grpc_server_handled_total`) — and how it
+// reaches another one.
+#include <grpcpp/channel.h>
 #include <grpcpp/server.h>
 
 #include <memory>
@@ -27,5 +29,9 @@ absl::StatusOr<GrpcServer> StartGrpcServer(const std::string& address,
 
 // Reports every name of `server`'s health service as NOT_SERVING (a draining server).
 void MarkNotServing(grpc::Server& server);
+
+// A channel to the specd process at `address` ("HOST:PORT"). Plain text: the services talk on
+// loopback or a trusted cluster network.
+std::shared_ptr<grpc::Channel> Connect(const std::string& address);
 
 }  // namespace specd::rpc

@@ -8,9 +8,6 @@
 //     each running requests back to back: requests/s, tokens/s, p50 and p95 end-to-end latency.
 // Prompts are random ids, or with --prompts the user turns of a conversations JSONL (e.g. a
 // pipeline's data/eval-prompts.jsonl) sent as chats, thinking off, as the pipeline evaluates.
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -120,7 +117,7 @@ absl::Status RunRequests(orchestrator::GenerationHandler& handler,
 }
 
 std::shared_ptr<grpc::Channel> Loopback(int port) {
-  return grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials());
+  return rpc::Connect(absl::StrCat("127.0.0.1:", port));
 }
 
 double Percentile(std::vector<double> values, double fraction) {

@@ -3,8 +3,6 @@
 // the verifier, drafter and orchestrator handlers in one process with the orchestrator calling
 // the other two directly. Every role serves grpc.health.v1 and reflection, and /metrics on
 // --metrics-port; SIGTERM or SIGINT drains it (--shutdown-timeout) and stops it.
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -234,11 +232,11 @@ absl::Status BuildRole(const ServeFlags& flags, metrics::Registry& registry, Rol
       return ok;
     }
     const absl::Duration timeout = Seconds(flags.call_timeout_s);
-    role.verifier_client = std::make_unique<verifier::GrpcVerifierClient>(
-        grpc::CreateChannel(flags.verifier_addr, grpc::InsecureChannelCredentials()), timeout);
+    role.verifier_client =
+        std::make_unique<verifier::GrpcVerifierClient>(rpc::Connect(flags.verifier_addr), timeout);
     if (!flags.drafter_addr.empty()) {
-      role.drafter_client = std::make_unique<drafter::GrpcDrafterClient>(
-          grpc::CreateChannel(flags.drafter_addr, grpc::InsecureChannelCredentials()), timeout);
+      role.drafter_client =
+          std::make_unique<drafter::GrpcDrafterClient>(rpc::Connect(flags.drafter_addr), timeout);
     }
     return AddOrchestrator(flags, *role.verifier_client, role.drafter_client.get(), flags.tokenizer,
                            registry, role);

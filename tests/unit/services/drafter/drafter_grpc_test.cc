@@ -2,17 +2,12 @@
 // changes neither the proposals of the handler it serves nor the codes of its errors.
 #include "services/drafter/drafter_grpc.h"
 
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
-#include <grpcpp/security/server_credentials.h>
-#include <grpcpp/server.h>
-#include <grpcpp/server_builder.h>
-
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/rpc/grpc_server.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "services/drafter/drafter_handler.h"
@@ -49,16 +44,12 @@ TEST(DrafterGrpc, AClientOverLoopbackGetsTheHandlersProposalsAndErrorCodes) {
   ASSERT_TRUE(handler.ok()) << handler.status();
 
   DrafterGrpcService service(**handler);
-  int port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_NE(server, nullptr);
-  ASSERT_GT(port, 0);
-  GrpcDrafterClient client(
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()),
-      absl::Seconds(30));
+  metrics::Registry registry;
+  absl::StatusOr<rpc::GrpcServer> server =
+      rpc::StartGrpcServer("127.0.0.1:0", {&service}, {}, registry);
+  ASSERT_TRUE(server.ok()) << server.status();
+  GrpcDrafterClient client(rpc::Connect("127.0.0.1:" + std::to_string(server->port)),
+                           absl::Seconds(30));
 
   absl::StatusOr<v1::DrafterServiceInfoResponse> info = client.Info();
   ASSERT_TRUE(info.ok()) << info.status();
@@ -103,7 +94,7 @@ TEST(DrafterGrpc, AClientOverLoopbackGetsTheHandlersProposalsAndErrorCodes) {
   released = client.Release(release);
   ASSERT_TRUE(released.ok()) << released.status();
   EXPECT_FALSE(released->released());
-  server->Shutdown();
+  server->server->Shutdown();
 }
 
 }  // namespace

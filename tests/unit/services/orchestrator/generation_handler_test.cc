@@ -4,9 +4,6 @@
 // codes, frees its sessions however a request ends, and counts what happened per regime.
 #include "services/orchestrator/generation_handler.h"
 
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
-
 #include <memory>
 #include <string>
 #include <thread>
@@ -210,8 +207,7 @@ class ServedPair {
   }
 
   static std::shared_ptr<grpc::Channel> Channel(int port) {
-    return grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                               grpc::InsecureChannelCredentials());
+    return rpc::Connect("127.0.0.1:" + std::to_string(port));
   }
 
   verifier::VerifierClient& verifier() { return *verifier_client_; }

@@ -3,17 +3,13 @@
 #include "services/verifier/verifier_grpc.h"
 
 #include <ATen/ATen.h>
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
-#include <grpcpp/security/server_credentials.h>
-#include <grpcpp/server.h>
-#include <grpcpp/server_builder.h>
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/rpc/grpc_server.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "services/verifier/verifier_handler.h"
@@ -42,16 +38,12 @@ TEST(VerifierGrpc, AClientOverLoopbackGetsTheHandlersResultsAndErrorCodes) {
   ASSERT_TRUE(handler.ok()) << handler.status();
 
   VerifierGrpcService service(**handler);
-  int port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_NE(server, nullptr);
-  ASSERT_GT(port, 0);
-  GrpcVerifierClient client(
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()),
-      absl::Seconds(30));
+  metrics::Registry registry;
+  absl::StatusOr<rpc::GrpcServer> server =
+      rpc::StartGrpcServer("127.0.0.1:0", {&service}, {}, registry);
+  ASSERT_TRUE(server.ok()) << server.status();
+  GrpcVerifierClient client(rpc::Connect("127.0.0.1:" + std::to_string(server->port)),
+                            absl::Seconds(30));
 
   absl::StatusOr<v1::TargetVerifierServiceInfoResponse> info = client.Info();
   ASSERT_TRUE(info.ok()) << info.status();
@@ -104,7 +96,7 @@ TEST(VerifierGrpc, AClientOverLoopbackGetsTheHandlersResultsAndErrorCodes) {
   released = client.Release(release);
   ASSERT_TRUE(released.ok()) << released.status();
   EXPECT_FALSE(released->released());
-  server->Shutdown();
+  server->server->Shutdown();
 }
 
 }  // namespace
