@@ -1,4 +1,5 @@
 #include <iostream>
+#include <string>
 
 #include "common/model/kernel_registry.h"
 #include "services/cli/commands.h"
@@ -8,7 +9,13 @@ namespace specd::cli {
 void RunOrExit(const CLI::App& command, const std::function<absl::Status()>& body) {
   const absl::Status status = body();
   if (!status.ok()) {
-    std::cerr << "specd " << command.get_name() << ": " << status.message() << "\n";
+    // The whole command, e.g. "specd bench serve", not just its last word.
+    std::string path = command.get_name();
+    for (const CLI::App* parent = command.get_parent();
+         parent != nullptr && parent->get_parent() != nullptr; parent = parent->get_parent()) {
+      path = parent->get_name() + " " + path;
+    }
+    std::cerr << "specd " << path << ": " << status.message() << "\n";
     throw CLI::RuntimeError(1);
   }
 }

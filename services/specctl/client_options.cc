@@ -3,6 +3,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "common/rpc/grpc_server.h"
 #include "common/rpc/status.h"
 
 namespace specd::specctl {
@@ -22,7 +23,7 @@ void AddClientOptions(CLI::App& app, ClientOptions& options) {
 }
 
 std::shared_ptr<grpc::Channel> Connect(const ClientOptions& options) {
-  return grpc::CreateChannel(options.address, grpc::InsecureChannelCredentials());
+  return rpc::Connect(options.address);
 }
 
 void SetDeadline(grpc::ClientContext& context, const ClientOptions& options, bool streaming) {
