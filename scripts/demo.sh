@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job (./specd.sh demo): serve a trained pair. The pipeline's output — an INT4 QAD target
 # and its GPTQ INT4 DFlash drafter, trained here from local text (`specd pipeline`) — answers a
-# chat turn speculatively and alone, with the same text; the `smoke` preset is trained first
+# chat turn speculatively and alone, with the same text, and then once more served: `specd serve
+# --role all` (the embedded default) asked with `specctl`; the `smoke` preset is trained first
 # when no pipeline output exists (SPECD_PIPELINE names another, e.g. a `tiny` one). Before that
 # it shows the pieces on the reference checkpoints beside the checkout (dense, W4A16, DFlash
 # drafter): the Qwen tokenizer and chat turn, target-only decoding, and speculative decoding with
@@ -57,3 +58,23 @@ echo "== specd generate: the INT4 QAD target verifying its INT4 GPTQ drafter"
   --max-new-tokens 96 --format json
 echo "== the same target alone (the same text, slower)"
 "$specd" generate --model "$pipeline/qad/best" --prompt "$turn" --max-new-tokens 96 --format json
+
+# The same pair served: the embedded default (verifier, drafter and orchestrator in one process),
+# asked through the gRPC API with specctl. The text is the one above.
+specctl="$(dirname "$specd")/../specctl/specctl"
+log="$(mktemp)"
+"$specd" serve --role all --model "$pipeline/qad/best" --drafter "$pipeline/drafter-gptq" \
+  --host 127.0.0.1 --port 0 --metrics-port 0 2>"$log" &
+server=$!
+trap 'kill "$server" 2>/dev/null; rm -f "$log"' EXIT
+until grep -q "specd serve: all serving" "$log"; do
+  kill -0 "$server" 2>/dev/null || { cat "$log"; exit 1; }
+  sleep 0.2
+done
+address="$(grep -o ' on [0-9.]*:[0-9]*' "$log" | head -1 | cut -c5-)"
+echo
+echo "== specd serve --role all on $address; specctl generate --stream"
+"$specctl" --addr "$address" health
+"$specctl" --addr "$address" generate "$turn" --max-new-tokens 96 --temperature 0 --stream
+kill -TERM "$server"
+wait "$server"
