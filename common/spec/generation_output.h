@@ -31,6 +31,9 @@ class GenerationOutput {
   int64_t size() const { return static_cast<int64_t>(result_.ids.size()); }
   bool stopped() const { return result_.stop_reason != StopReason::kNone; }
   StopReason stop_reason() const { return result_.stop_reason; }
+  const std::optional<std::string>& matched_stop_string() const {
+    return stop_.matched_stop_string();
+  }
 
   // The result with its timings, as of now.
   GenerationResult Finish() &&;

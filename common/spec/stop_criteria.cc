@@ -42,15 +42,19 @@ StopCriteria::Step StopCriteria::Push(int64_t token, std::string_view text) {
     return step;
   }
   held_.append(text);
-  // The earliest stop string in the text wins; everything from it on is dropped.
+  // The earliest stop string in the text wins (the first listed, at the same place); everything
+  // from it on is dropped.
   size_t earliest = std::string::npos;
   for (const std::string& stop : config_.stop_strings) {
-    if (!stop.empty()) earliest = std::min(earliest, held_.find(stop));
+    const size_t found = stop.empty() ? std::string::npos : held_.find(stop);
+    if (found < earliest) {
+      earliest = found;
+      matched_stop_string_ = stop;
+    }
   }
   if (earliest != std::string::npos) {
     step.released_text = held_.substr(0, earliest);
     held_.clear();
-    stopped_on_string_ = true;
     step.reason = StopReason::kStopString;
     return step;
   }
@@ -61,7 +65,9 @@ StopCriteria::Step StopCriteria::Push(int64_t token, std::string_view text) {
   return step;
 }
 
-std::string StopCriteria::Finish() { return stopped_on_string_ ? "" : std::exchange(held_, ""); }
+std::string StopCriteria::Finish() {
+  return matched_stop_string_.has_value() ? "" : std::exchange(held_, "");
+}
 
 size_t StopCriteria::PartialMatchLength() const {
   size_t longest = 0;

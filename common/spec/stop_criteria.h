@@ -6,6 +6,7 @@
 // until the next tokens show whether it is; the text before a stop string is released and the
 // stop string itself never is.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,8 @@ class StopCriteria {
   std::string Finish();
 
   int64_t generated() const { return generated_; }
+  // The stop string that ended the output, once one has.
+  const std::optional<std::string>& matched_stop_string() const { return matched_stop_string_; }
 
  private:
   // How many trailing bytes of held_ could still grow into a stop string.
@@ -51,7 +54,7 @@ class StopCriteria {
   StopConfig config_;
   int64_t generated_ = 0;
   std::string held_;
-  bool stopped_on_string_ = false;
+  std::optional<std::string> matched_stop_string_;
 };
 
 }  // namespace specd::spec

@@ -382,6 +382,8 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
       if (output.stop_reason() == spec::StopReason::kEos ||
           output.stop_reason() == spec::StopReason::kStopToken) {
         message.mutable_stop_match()->set_token_id(static_cast<uint32_t>(output.ids().back()));
+      } else if (output.stop_reason() == spec::StopReason::kStopString) {
+        message.mutable_stop_match()->set_stop_string(*output.matched_stop_string());
       }
       v1::RequestTiming& timing = *message.mutable_timing();
       *timing.mutable_queue_time() = ToDuration(SecondsBetween(arrival, prefill_start));

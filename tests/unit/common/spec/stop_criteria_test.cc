@@ -46,9 +46,11 @@ TEST(StopCriteriaTest, StopsOnAStopStringSpanningTokensAndDropsIt) {
 
 TEST(StopCriteriaTest, TheEarliestOfSeveralStopStringsWins) {
   StopCriteria stop({.max_new_tokens = 10, .stop_strings = {"cd", "b"}});
+  EXPECT_EQ(stop.matched_stop_string(), std::nullopt);
   const StopCriteria::Step step = stop.Push(1, "abcd");
   EXPECT_EQ(step.reason, StopReason::kStopString);
   EXPECT_EQ(step.released_text, "a");
+  EXPECT_EQ(stop.matched_stop_string(), "b");
 }
 
 TEST(StopCriteriaTest, FinishReleasesAPartialMatchThatNeverCompleted) {
