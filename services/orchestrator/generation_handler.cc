@@ -347,6 +347,7 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
   spec::GenerationOutput output(tokenizer_, prepared.stop);
   v1::AcceptanceStats acceptance;
   std::vector<uint32_t> new_acceptance_lengths;
+  std::vector<v1::TokenLogprob> new_logprobs;  // one per token pushed since the last message
   double draft_seconds = 0;
   double verify_seconds = 0;
   bool first_message = true;
@@ -364,6 +365,8 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
     message.mutable_acceptance_lengths()->Assign(new_acceptance_lengths.begin(),
                                                  new_acceptance_lengths.end());
     new_acceptance_lengths.clear();
+    for (v1::TokenLogprob& logprob : new_logprobs) *message.add_logprobs() = std::move(logprob);
+    new_logprobs.clear();
     message.mutable_usage()->set_prompt_tokens(static_cast<uint32_t>(prompt_length));
     message.mutable_usage()->set_completion_tokens(static_cast<uint32_t>(output.size()));
     acceptance.set_mean_acceptance_length(
@@ -400,6 +403,7 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
   if (absl::StatusOr<bool> pushed = output.Push(prefilled->next_token_id()); !pushed.ok()) {
     return pushed.status();
   }
+  if (prefilled->has_next_token_logprob()) new_logprobs.push_back(prefilled->next_token_logprob());
   record.time_to_first_token_s = SecondsBetween(arrival, first_token_time);
   uint64_t generation = prefilled->generation();
   v1::TensorHandle context = prefilled->context();
@@ -463,9 +467,12 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
     std::vector<int64_t> emitted(verified->accepted_token_ids().begin(),
                                  verified->accepted_token_ids().end());
     emitted.push_back(verified->next_token_id());
-    for (const int64_t token : emitted) {
-      absl::StatusOr<bool> stopped = output.Push(token);
+    for (size_t i = 0; i < emitted.size(); ++i) {
+      absl::StatusOr<bool> stopped = output.Push(emitted[i]);
       if (!stopped.ok()) return stopped.status();
+      if (static_cast<int>(i) < verified->logprobs_size()) {
+        new_logprobs.push_back(verified->logprobs(static_cast<int>(i)));
+      }
       if (*stopped) break;
     }
     const int64_t accepted = verified->accepted_token_ids_size();
@@ -544,7 +551,7 @@ v1::GetModelInfoResponse GenerationHandler::GetModelInfo() {
   speculation.set_draft_window(static_cast<uint32_t>(options_.default_draft_window));
   speculation.set_min_draft_confidence(0);
   info.set_max_stop_strings(static_cast<uint32_t>(options_.max_stop_strings));
-  info.set_max_top_logprobs(0);
+  info.set_max_top_logprobs(verifier::kMaxTopLogprobs);
   info.set_server_version("0.1.0");
   return info;
 }

@@ -57,7 +57,12 @@ absl::StatusOr<model::SamplingParams> ToModelSampling(const v1::SamplingParams& 
   }
   if (params.frequency_penalty() != 0) return Unsupported("frequency_penalty");
   if (params.min_new_tokens() != 0) return Unsupported("min_new_tokens");
-  if (params.logprobs() || params.top_logprobs() != 0) return Unsupported("logprobs");
+  if (params.top_logprobs() > kMaxTopLogprobs) {
+    return OutOfRange("top_logprobs", params.top_logprobs(), "[0, 20]");
+  }
+  if (params.top_logprobs() > 0 && !params.logprobs()) {
+    return absl::InvalidArgumentError("sampling.top_logprobs needs sampling.logprobs");
+  }
   for (const uint32_t id : params.stop_token_ids()) {
     if (id >= vocab_size) {
       return absl::InvalidArgumentError(absl::StrCat("sampling.stop_token_ids has ", id,

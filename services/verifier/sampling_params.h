@@ -12,6 +12,8 @@ namespace specd::verifier {
 
 // Below this temperature decoding is greedy (types.proto).
 inline constexpr double kGreedyTemperature = 1e-5;
+// Most alternatives SamplingParams.top_logprobs may ask for (vLLM's default limit).
+inline constexpr uint32_t kMaxTopLogprobs = 20;
 
 // Everything but the seed, which the caller resolves (params.seed or a fresh draw).
 absl::StatusOr<model::SamplingParams> ToModelSampling(const v1::SamplingParams& params,

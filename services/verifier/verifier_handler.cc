@@ -37,6 +37,31 @@ absl::Status CheckIds(const google::protobuf::RepeatedField<uint32_t>& ids, int6
   return absl::OkStatus();
 }
 
+// Log-probabilities of `tokens`, one per row of `logits` [rows ≥ tokens, vocab], from the
+// target's raw distribution (before penalties and temperature), with the `top` most likely
+// alternatives of each row.
+std::vector<v1::TokenLogprob> TokenLogprobs(const at::Tensor& logits,
+                                            const std::vector<int64_t>& tokens, int64_t top) {
+  const at::Tensor log_probabilities =
+      at::log_softmax(logits.narrow(0, 0, static_cast<int64_t>(tokens.size())).to(at::kFloat), -1)
+          .cpu();
+  std::vector<v1::TokenLogprob> out(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const at::Tensor row = log_probabilities[static_cast<int64_t>(i)];
+    out[i].set_token_id(static_cast<uint32_t>(tokens[i]));
+    out[i].set_logprob(row[tokens[i]].item<float>());
+    if (top > 0) {
+      const auto [values, ids] = row.topk(top);
+      for (int64_t k = 0; k < top; ++k) {
+        v1::TokenLogprob::Candidate& candidate = *out[i].add_top_logprobs();
+        candidate.set_token_id(static_cast<uint32_t>(ids[k].item<int64_t>()));
+        candidate.set_logprob(values[k].item<float>());
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 struct VerifierHandler::Session {
@@ -57,6 +82,8 @@ struct VerifierHandler::Session {
   std::vector<int64_t> stop_ids;   // end acceptance: EOS (unless ignore_eos) and stop ids
   std::optional<rpc::ContextBuffer> context;
   uint64_t generation = 0;
+  bool logprobs = false;
+  int64_t top_logprobs = 0;
 };
 
 absl::StatusOr<std::unique_ptr<VerifierHandler>> VerifierHandler::Create(
@@ -122,6 +149,8 @@ absl::StatusOr<std::shared_ptr<VerifierHandler::Session>> VerifierHandler::NewSe
       std::vector<int64_t>(request.token_ids().begin(), request.token_ids().end()));
   session->stop_ids.assign(request.sampling().stop_token_ids().begin(),
                            request.sampling().stop_token_ids().end());
+  session->logprobs = request.sampling().logprobs();
+  session->top_logprobs = request.sampling().top_logprobs();
   if (!request.sampling().ignore_eos()) {
     session->stop_ids.insert(session->stop_ids.end(), config.eos_token_ids.begin(),
                              config.eos_token_ids.end());
@@ -170,6 +199,10 @@ absl::StatusOr<v1::PrefillResponse> VerifierHandler::RunPrefill(Session& session
     if (!prefill.ok()) return prefill.status();
     const int64_t first = session.sampler.Sample(prefill->logits.select(0, 0), session.prompt, {});
     session.generated.push_back(first);
+    if (session.logprobs) {
+      *response.mutable_next_token_logprob() =
+          TokenLogprobs(prefill->logits, {first}, session.top_logprobs).front();
+    }
     absl::StatusOr<v1::TensorHandle> context = PublishRows(
         session, prefill->hidden_states, 0, static_cast<int64_t>(session.prompt.size()));
     if (!context.ok()) return context.status();
@@ -250,6 +283,14 @@ absl::StatusOr<v1::VerifyResponse> VerifierHandler::RunVerify(Session& session,
     if (session.context.has_value()) *response.mutable_context() = *std::move(context);
     response.mutable_accepted_token_ids()->Assign(block.begin() + 1, block.begin() + 1 + *accepted);
     response.set_next_token_id(static_cast<uint32_t>(session.generated.back()));
+    if (session.logprobs) {
+      const std::vector<int64_t> emitted(session.generated.end() - committed,
+                                         session.generated.end());
+      for (v1::TokenLogprob& logprob :
+           TokenLogprobs(verify->logits, emitted, session.top_logprobs)) {
+        *response.add_logprobs() = std::move(logprob);
+      }
+    }
   } catch (const c10::Error& error) {
     return absl::InternalError(absl::StrCat("verify failed: ", error.what_without_backtrace()));
   }

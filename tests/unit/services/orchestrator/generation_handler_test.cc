@@ -4,6 +4,8 @@
 // codes, frees its sessions however a request ends, and counts what happened per regime.
 #include "services/orchestrator/generation_handler.h"
 
+#include <ATen/ATen.h>
+
 #include <memory>
 #include <string>
 #include <thread>
@@ -157,6 +159,36 @@ TEST_F(GenerationHandlerTest, SampledOutputIsTheTargetsSequenceForTheSameSeed) {
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(Ids(*response), TargetOnlyIds(prompt, 1, 7));
   EXPECT_EQ(response->seed(), 7u);
+}
+
+TEST_F(GenerationHandlerTest, LogprobsAreTheTargetsOwnForEveryEmittedToken) {
+  std::unique_ptr<GenerationHandler> handler = InProcess();
+  const std::vector<int64_t> prompt = Prompt();
+  v1::GenerateRequest request = Request(prompt);
+  request.mutable_sampling()->set_logprobs(true);
+  request.mutable_sampling()->set_top_logprobs(3);
+  absl::StatusOr<v1::GenerateResponse> response = handler->Generate(request, Never);
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->logprobs_size(), response->token_ids_size());
+  // Greedy: each token is the most likely one, and its log-probability is the target's
+  // log-softmax at that position (checked against a full forward of prompt + output).
+  std::vector<int64_t> sequence = prompt;
+  sequence.insert(sequence.end(), response->token_ids().begin(), response->token_ids().end());
+  absl::StatusOr<model::Qwen35Cache> cache = target_->NewCache(sequence.size());
+  ASSERT_TRUE(cache.ok());
+  absl::StatusOr<model::ForwardOutput> forward = target_->Prefill(
+      sequence, *cache, {.logit_rows = model::LogitRows::kAll, .hidden_states = {}});
+  ASSERT_TRUE(forward.ok()) << forward.status();
+  const at::Tensor expected = at::log_softmax(forward->logits, -1);
+  for (int i = 0; i < response->logprobs_size(); ++i) {
+    const v1::TokenLogprob& logprob = response->logprobs(i);
+    EXPECT_EQ(logprob.token_id(), response->token_ids(i));
+    ASSERT_EQ(logprob.top_logprobs_size(), 3);
+    EXPECT_EQ(logprob.top_logprobs(0).token_id(), logprob.token_id());
+    EXPECT_GE(logprob.top_logprobs(0).logprob(), logprob.top_logprobs(1).logprob());
+    const int64_t row = static_cast<int64_t>(prompt.size()) + i - 1;
+    EXPECT_NEAR(logprob.logprob(), expected[row][logprob.token_id()].item<float>(), 1e-3) << i;
+  }
 }
 
 TEST_F(GenerationHandlerTest, StreamedDeltasAddUpToTheUnaryResponse) {

@@ -345,8 +345,13 @@ TEST_F(VerifierHandlerTest, PrefillRefusesBadArgumentsAndOpensNothing) {
   EXPECT_EQ(refused(with_sampling([](auto& s) { s.set_temperature(101); })), kInvalid);
   EXPECT_EQ(refused(with_sampling([](auto& s) { s.set_top_p(0); })), kInvalid);
   EXPECT_EQ(refused(with_sampling([&](auto& s) { s.add_stop_token_ids(Vocab()); })), kInvalid);
-  EXPECT_EQ(refused(with_sampling([](auto& s) { s.set_logprobs(true); })), kInvalid)
+  EXPECT_EQ(refused(with_sampling([](auto& s) { s.set_frequency_penalty(0.5); })), kInvalid)
       << "not supported yet: refused rather than ignored";
+  EXPECT_EQ(refused(with_sampling([](auto& s) {
+              s.set_logprobs(true);
+              s.set_top_logprobs(21);
+            })),
+            kInvalid);
   EXPECT_EQ(handler->open_sessions(), 0u);
   EXPECT_EQ(OwnShmNames(), shm_before);
 }
