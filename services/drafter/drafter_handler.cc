@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/model/dflash_cache.h"
 #include "common/rpc/context_buffer.h"
-#include "common/rpc/instance_id.h"
+#include "common/rpc/random_id.h"
 #include "common/spec/dflash_block_drafter.h"
 #include "common/spec/elapsed.h"
 

@@ -11,7 +11,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
-#include "common/rpc/instance_id.h"
+#include "common/rpc/random_id.h"
 #include "common/spec/elapsed.h"
 #include "common/spec/generation_output.h"
 #include "common/spec/stop_criteria.h"

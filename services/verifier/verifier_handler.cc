@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/context_buffer.h"
-#include "common/rpc/instance_id.h"
+#include "common/rpc/random_id.h"
 #include "common/spec/draft_acceptance.h"
 #include "common/spec/elapsed.h"
 #include "services/verifier/sampling_params.h"

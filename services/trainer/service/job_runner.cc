@@ -18,7 +18,7 @@
 #include "services/trainer/service/config_check.h"
 #include "services/trainer/service/job_names.h"
 #include "services/trainer/service/job_plan.h"
-#include "services/trainer/service/random_id.h"
+#include "common/rpc/random_id.h"
 
 namespace specd::trainer {
 namespace {
@@ -172,7 +172,7 @@ absl::StatusOr<v1::SubmitJobResponse> JobRunner::Submit(const v1::SubmitJobReque
     response.set_created(false);
     return response;
   }
-  const std::string job_id = absl::StrCat("job-", RandomHex(6));
+  const std::string job_id = absl::StrCat("job-", rpc::RandomHex(6));
   const std::filesystem::path output_dir =
       OutputDirFor(options_.work_root, request.output_dir(), job_id);
   absl::StatusOr<JobPlan> plan = PlanJob(request.type(), request.config_yaml(), output_dir);

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
-#include "services/trainer/service/random_id.h"
+#include "common/rpc/random_id.h"
 
 namespace specd::trainer {
 namespace {
@@ -402,7 +402,7 @@ absl::StatusOr<v1::ListJobsResponse> JobStore::List(const v1::ListJobsRequest& r
 }
 
 absl::StatusOr<std::string> JobStore::IssuePageToken(const std::string& filter, int64_t after_seq) {
-  const std::string token = RandomHex(16);
+  const std::string token = rpc::RandomHex(16);
   const int64_t now = absl::ToUnixNanos(absl::Now());
   absl::StatusOr<SqliteStatement> insert = db_->Prepare(
       "INSERT INTO page_tokens (token, filter, after_seq, issue_time_ns) VALUES (?, ?, ?, ?)");

@@ -1,10 +1,10 @@
-#include "services/trainer/service/random_id.h"
+#include "common/rpc/random_id.h"
 
 #include <random>
 
 #include "absl/strings/str_format.h"
 
-namespace specd::trainer {
+namespace specd::rpc {
 
 std::string RandomHex(int bytes) {
   std::random_device random;
@@ -13,4 +13,4 @@ std::string RandomHex(int bytes) {
   return hex;
 }
 
-}  // namespace specd::trainer
+}  // namespace specd::rpc
