@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
-#include <google/protobuf/util/time_util.h>
 
 #include <chrono>
 #include <optional>
@@ -11,16 +10,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/model/dflash_cache.h"
 #include "common/rpc/context_buffer.h"
+#include "common/rpc/proto_duration.h"
 #include "common/rpc/random_id.h"
 #include "common/spec/dflash_block_drafter.h"
 #include "common/spec/elapsed.h"
 
 namespace specd::drafter {
-namespace {
-
-using google::protobuf::util::TimeUtil;
-
-}  // namespace
 
 struct DrafterHandler::Session {
   explicit Session(int64_t context_width) : context(context_width) {}
@@ -156,8 +151,7 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
   } catch (const c10::Error& error) {
     return absl::InternalError(absl::StrCat("draft failed: ", error.what_without_backtrace()));
   }
-  *response.mutable_compute_time() = TimeUtil::NanosecondsToDuration(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(spec::Clock::now() - start).count());
+  *response.mutable_compute_time() = rpc::ToProtoDuration(spec::Clock::now() - start);
   return response;
 }
 
@@ -187,8 +181,7 @@ absl::StatusOr<v1::DrafterServiceInfoResponse> DrafterHandler::Info() {
   info.set_device(drafter_.options().device.str());
   info.set_uses_shared_weights(false);
   info.set_max_sessions(static_cast<uint32_t>(options_.max_sessions));
-  *info.mutable_session_idle_timeout() =
-      TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(options_.session_idle_timeout));
+  *info.mutable_session_idle_timeout() = rpc::ToProtoDuration(options_.session_idle_timeout);
   return info;
 }
 

@@ -1,7 +1,5 @@
 #include "services/orchestrator/generation_handler.h"
 
-#include <google/protobuf/util/time_util.h>
-
 #include <algorithm>
 #include <iostream>
 #include <random>
@@ -11,6 +9,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "common/rpc/proto_duration.h"
 #include "common/rpc/random_id.h"
 #include "common/spec/elapsed.h"
 #include "common/spec/generation_output.h"
@@ -21,17 +20,12 @@
 namespace specd::orchestrator {
 namespace {
 
-using google::protobuf::util::TimeUtil;
 using spec::Clock;
 
 constexpr size_t kMaxRequestIdBytes = 128;
 
 double SecondsBetween(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
-}
-
-google::protobuf::Duration ToDuration(double seconds) {
-  return TimeUtil::NanosecondsToDuration(static_cast<int64_t>(seconds * 1e9));
 }
 
 v1::InputLengthRegime RegimeProto(spec::Regime regime) {
@@ -389,11 +383,11 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
         message.mutable_stop_match()->set_stop_string(*output.matched_stop_string());
       }
       v1::RequestTiming& timing = *message.mutable_timing();
-      *timing.mutable_queue_time() = ToDuration(SecondsBetween(arrival, prefill_start));
-      *timing.mutable_time_to_first_token() = ToDuration(SecondsBetween(arrival, first_token_time));
-      *timing.mutable_decode_time() = ToDuration(SecondsBetween(first_token_time, last_emission));
-      *timing.mutable_draft_time() = ToDuration(draft_seconds);
-      *timing.mutable_verify_time() = ToDuration(verify_seconds);
+      *timing.mutable_queue_time() = rpc::ToProtoDuration(prefill_start - arrival);
+      *timing.mutable_time_to_first_token() = rpc::ToProtoDuration(first_token_time - arrival);
+      *timing.mutable_decode_time() = rpc::ToProtoDuration(last_emission - first_token_time);
+      *timing.mutable_draft_time() = rpc::ToProtoDuration(absl::Seconds(draft_seconds));
+      *timing.mutable_verify_time() = rpc::ToProtoDuration(absl::Seconds(verify_seconds));
       record.finished_reason = FinishReasonLabel(finish);
     }
     record.generation_tokens = output.size();

@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
-#include <google/protobuf/util/time_util.h>
 
 #include <algorithm>
 #include <optional>
@@ -11,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/context_buffer.h"
+#include "common/rpc/proto_duration.h"
 #include "common/rpc/random_id.h"
 #include "common/spec/draft_acceptance.h"
 #include "common/spec/elapsed.h"
@@ -18,13 +18,6 @@
 
 namespace specd::verifier {
 namespace {
-
-using google::protobuf::util::TimeUtil;
-
-google::protobuf::Duration DurationSince(spec::Clock::time_point start) {
-  return TimeUtil::NanosecondsToDuration(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(spec::Clock::now() - start).count());
-}
 
 absl::Status CheckIds(const google::protobuf::RepeatedField<uint32_t>& ids, int64_t vocab_size,
                       const char* field) {
@@ -213,7 +206,7 @@ absl::StatusOr<v1::PrefillResponse> VerifierHandler::RunPrefill(Session& session
   }
   response.set_seed(session.seed);
   response.set_generation(session.generation);
-  *response.mutable_compute_time() = DurationSince(start);
+  *response.mutable_compute_time() = rpc::ToProtoDuration(spec::Clock::now() - start);
   return response;
 }
 
@@ -295,7 +288,7 @@ absl::StatusOr<v1::VerifyResponse> VerifierHandler::RunVerify(Session& session,
     return absl::InternalError(absl::StrCat("verify failed: ", error.what_without_backtrace()));
   }
   response.set_generation(session.generation);
-  *response.mutable_compute_time() = DurationSince(start);
+  *response.mutable_compute_time() = rpc::ToProtoDuration(spec::Clock::now() - start);
   return response;
 }
 
@@ -340,8 +333,7 @@ absl::StatusOr<v1::TargetVerifierServiceInfoResponse> VerifierHandler::Info() {
   info.set_max_sessions(static_cast<uint32_t>(options_.max_sessions));
   info.set_max_session_length(static_cast<uint32_t>(options_.max_session_length));
   info.set_max_block_size(static_cast<uint32_t>(options_.max_block_size));
-  *info.mutable_session_idle_timeout() =
-      TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(options_.session_idle_timeout));
+  *info.mutable_session_idle_timeout() = rpc::ToProtoDuration(options_.session_idle_timeout);
   return info;
 }
 
