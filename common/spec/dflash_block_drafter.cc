@@ -32,7 +32,8 @@ absl::StatusOr<int64_t> CheckDFlashBlockOptions(const model::DFlashDrafter& draf
 absl::StatusOr<DraftProposal> ProposeBlock(const model::DFlashDrafter& drafter,
                                            const model::TokenHead& head, model::DFlashCache& cache,
                                            int64_t anchor, int64_t block_size, int64_t count,
-                                           const DFlashBlockOptions& options) {
+                                           const DFlashBlockOptions& options,
+                                           bool report_confidence) {
   if (count <= 0) return DraftProposal();
   // Always the whole block: attention is non-causal, so a shorter block would change the
   // proposals that are kept.
@@ -43,6 +44,11 @@ absl::StatusOr<DraftProposal> ProposeBlock(const model::DFlashDrafter& drafter,
       head.Embed(at::tensor(block, at::kLong).to(device)), cache, {.window = options.window});
   if (!hidden.ok()) return hidden.status();
   const at::Tensor logits = head.Head(hidden->narrow(0, 1, count));
+  if (options.min_confidence <= 0 && !report_confidence) {
+    const at::Tensor tokens = logits.argmax(-1).cpu();
+    const int64_t* ids = tokens.data_ptr<int64_t>();
+    return DraftProposal{.tokens = std::vector<int64_t>(ids, ids + count), .confidence = {}};
+  }
   const auto [probability, token] = at::softmax(logits, -1).max(-1);
   const at::Tensor tokens = token.cpu();
   const at::Tensor confidence = probability.to(at::kFloat).cpu().contiguous();
@@ -55,7 +61,9 @@ absl::StatusOr<DraftProposal> ProposeBlock(const model::DFlashDrafter& drafter,
   const int64_t* ids = tokens.data_ptr<int64_t>();
   const float* confidences = confidence.data_ptr<float>();
   return DraftProposal{.tokens = std::vector<int64_t>(ids, ids + kept),
-                       .confidence = std::vector<float>(confidences, confidences + kept)};
+                       .confidence = report_confidence
+                                         ? std::vector<float>(confidences, confidences + kept)
+                                         : std::vector<float>()};
 }
 
 absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> DFlashBlockDrafter::Create(
@@ -93,7 +101,8 @@ absl::StatusOr<std::vector<int64_t>> DFlashBlockDrafter::Propose(int64_t anchor,
   if (!cache_.has_value()) return absl::FailedPreconditionError("Propose before Start");
   absl::StatusOr<DraftProposal> proposal =
       ProposeBlock(drafter_, head_, *cache_, anchor, block_size_,
-                   std::min(block_size_ - 1, max_tokens), options_);
+                   std::min(block_size_ - 1, max_tokens), options_,
+                   /*report_confidence=*/false);
   if (!proposal.ok()) return proposal.status();
   return std::move(proposal->tokens);
 }

@@ -31,16 +31,20 @@ absl::StatusOr<int64_t> CheckDFlashBlockOptions(const model::DFlashDrafter& draf
 
 struct DraftProposal {
   std::vector<int64_t> tokens;
-  std::vector<float> confidence;  // the drafter's probability of each token
+  // The drafter's probability of each token, when reported.
+  std::vector<float> confidence;
 };
 
 // One non-causal forward over [anchor, MASK × (block_size − 1)] on `cache`, whose context ends
 // just before the anchor: up to `count` (< block_size) greedy proposals read off the target's
-// head, cut before the first one less likely than options.min_confidence.
+// head, cut before the first one less likely than options.min_confidence. The probabilities
+// (a softmax over the vocabulary per token) are computed only for that cut or when
+// `report_confidence` asks for them.
 absl::StatusOr<DraftProposal> ProposeBlock(const model::DFlashDrafter& drafter,
                                            const model::TokenHead& head, model::DFlashCache& cache,
                                            int64_t anchor, int64_t block_size, int64_t count,
-                                           const DFlashBlockOptions& options);
+                                           const DFlashBlockOptions& options,
+                                           bool report_confidence);
 
 class DFlashBlockDrafter final : public BlockDrafter {
  public:

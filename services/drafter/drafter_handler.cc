@@ -140,13 +140,11 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
     }
     absl::StatusOr<spec::DraftProposal> proposal = spec::ProposeBlock(
         drafter_, head_, cache, request.anchor_token_id(), block_size, block_size - 1,
-        {.block_size = block_size, .window = window, .min_confidence = request.min_confidence()});
+        {.block_size = block_size, .window = window, .min_confidence = request.min_confidence()},
+        request.return_confidence());
     if (!proposal.ok()) return proposal.status();
     response.mutable_draft_token_ids()->Assign(proposal->tokens.begin(), proposal->tokens.end());
-    if (request.return_confidence()) {
-      response.mutable_confidence()->Assign(proposal->confidence.begin(),
-                                            proposal->confidence.end());
-    }
+    response.mutable_confidence()->Assign(proposal->confidence.begin(), proposal->confidence.end());
     response.set_context_length(static_cast<uint32_t>(cache.length()));
   } catch (const c10::Error& error) {
     return absl::InternalError(absl::StrCat("draft failed: ", error.what_without_backtrace()));
