@@ -87,8 +87,12 @@ void OrchestratorMetrics::RecordDraftedStep(spec::Regime regime, int64_t drafts,
   num_drafts_.WithLabels({model_, name}).Increment();
   num_draft_tokens_.WithLabels({model_, name}).Increment(static_cast<double>(drafts));
   num_accepted_tokens_.WithLabels({model_, name}).Increment(static_cast<double>(accepted));
-  for (int64_t position = 0; position < accepted; ++position) {
-    accepted_per_position_.WithLabels({model_, name, std::to_string(position)}).Increment();
+  // Every drafted position gets its series, so one that is never accepted reads 0 rather than
+  // missing from per-position ratios.
+  for (int64_t position = 0; position < drafts; ++position) {
+    metrics::Counter& at =
+        accepted_per_position_.WithLabels({model_, name, std::to_string(position)});
+    if (position < accepted) at.Increment();
   }
   acceptance_length_.WithLabels({model_, name}).Observe(static_cast<double>(accepted + 1));
 }

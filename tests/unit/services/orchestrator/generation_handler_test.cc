@@ -387,6 +387,14 @@ TEST_F(GenerationHandlerTest, MetricsCountDraftsAndLatencyPerRegime) {
   EXPECT_THAT(exposition, HasSubstr("specd_request_success_total{model=\"test\",regime="
                                     "\"short\",finished_reason=\"length\"} 1\n"));
   EXPECT_THAT(exposition, HasSubstr("specd_num_requests_running{model=\"test\"} 0\n"));
+  // Drafted positions have their series even when nothing there was accepted (a random drafter).
+  const v1::AcceptanceStats& acceptance = response->acceptance();
+  const int accepted_first =
+      acceptance.accepted_per_position_size() > 0 ? acceptance.accepted_per_position(0) : 0;
+  EXPECT_THAT(exposition,
+              HasSubstr("specd_spec_decode_num_accepted_tokens_per_pos_total{model=\"test\","
+                        "regime=\"short\",position=\"0\"} " +
+                        std::to_string(accepted_first) + "\n"));
 }
 
 }  // namespace
