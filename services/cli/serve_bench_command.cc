@@ -164,28 +164,42 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
                                        .open_sessions = nullptr});
   if (!drafter_handler.ok()) return drafter_handler.status();
 
-  verifier::VerifierGrpcService verifier_service(**verifier);
-  drafter::DrafterGrpcService drafter_service(**drafter_handler);
+  const std::shared_ptr<verifier::VerifierHandler> verifier_handler = *std::move(verifier);
+  const std::shared_ptr<drafter::DrafterHandler> drafter_handler_shared =
+      *std::move(drafter_handler);
+  verifier::VerifierGrpcService verifier_service(*verifier_handler);
+  drafter::DrafterGrpcService drafter_service(*drafter_handler_shared);
   absl::StatusOr<rpc::GrpcServer> verifier_server =
       rpc::StartGrpcServer("127.0.0.1:0", {&verifier_service}, {}, registry);
   if (!verifier_server.ok()) return verifier_server.status();
   absl::StatusOr<rpc::GrpcServer> drafter_server =
       rpc::StartGrpcServer("127.0.0.1:0", {&drafter_service}, {}, registry);
   if (!drafter_server.ok()) return drafter_server.status();
-  verifier::GrpcVerifierClient verifier_client(Loopback(verifier_server->port), absl::Seconds(600));
-  drafter::GrpcDrafterClient drafter_client(Loopback(drafter_server->port), absl::Seconds(600));
+  absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> in_process_pair =
+      orchestrator::BackendPool::Fixed(
+          {.host = "in-process", .verifier = verifier_handler, .drafter = drafter_handler_shared},
+          absl::Seconds(5));
+  if (!in_process_pair.ok()) return in_process_pair.status();
+  absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> loopback_pair =
+      orchestrator::BackendPool::Fixed({.host = "loopback",
+                                        .verifier = std::make_shared<verifier::GrpcVerifierClient>(
+                                            Loopback(verifier_server->port), absl::Seconds(600)),
+                                        .drafter = std::make_shared<drafter::GrpcDrafterClient>(
+                                            Loopback(drafter_server->port), absl::Seconds(600))},
+                                       absl::Seconds(5));
+  if (!loopback_pair.ok()) return loopback_pair.status();
 
   orchestrator::OrchestratorOptions options;
   options.max_running = flags.concurrency.back();
   options.max_waiting = flags.concurrency.back();
   metrics::Registry embedded_metrics, distributed_metrics;
   absl::StatusOr<std::unique_ptr<orchestrator::GenerationHandler>> embedded =
-      orchestrator::GenerationHandler::Create(**verifier, drafter_handler->get(), text_tokenizer,
-                                              embedded_metrics, options);
+      orchestrator::GenerationHandler::Create(**in_process_pair, text_tokenizer, embedded_metrics,
+                                              options);
   if (!embedded.ok()) return embedded.status();
   absl::StatusOr<std::unique_ptr<orchestrator::GenerationHandler>> distributed =
-      orchestrator::GenerationHandler::Create(verifier_client, &drafter_client, text_tokenizer,
-                                              distributed_metrics, options);
+      orchestrator::GenerationHandler::Create(**loopback_pair, text_tokenizer, distributed_metrics,
+                                              options);
   if (!distributed.ok()) return distributed.status();
 
   // 1. Per-step overhead, embedded and distributed in alternation.

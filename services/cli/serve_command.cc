@@ -3,6 +3,7 @@
 // the verifier, drafter and orchestrator handlers in one process with the orchestrator calling
 // the other two directly. Every role serves grpc.health.v1 and reflection, and /metrics on
 // --metrics-port; SIGTERM or SIGINT drains it (--shutdown-timeout) and stops it.
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/io/qwen35_checkpoint_config.h"
 #include "common/metrics/http_endpoint.h"
@@ -23,6 +25,7 @@
 #include "common/model/qwen35_model.h"
 #include "common/model/token_head.h"
 #include "common/rpc/grpc_server.h"
+#include "common/rpc/resolve_hosts.h"
 #include "common/rpc/shared_memory_region.h"
 #include "common/text/tokenizer.h"
 #include "nlohmann/json.hpp"
@@ -58,6 +61,10 @@ struct ServeFlags {
   // orchestrator
   std::string verifier_addr;
   std::string drafter_addr;
+  std::string pairs;
+  int verifier_port = 50051;
+  int drafter_port = 50052;
+  double pairs_refresh_s = 10;
   std::string tokenizer;
   std::string model_name = "specd";
   int64_t max_running = 8;
@@ -96,6 +103,12 @@ void WaitForStopSignal() {
   }
 }
 
+// True when a stop signal comes within `timeout`.
+bool StopSignalWithin(absl::Duration timeout) {
+  pollfd fd = {.fd = stop_pipe[0], .events = POLLIN, .revents = 0};
+  return poll(&fd, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout))) > 0;
+}
+
 // "w4a16" when the checkpoint's config.json carries a quantization_config, else "dense".
 std::string QuantizationOf(const std::filesystem::path& dir) {
   std::ifstream file(dir / "config.json");
@@ -109,10 +122,10 @@ absl::Duration Seconds(double seconds) { return absl::Milliseconds(seconds * 100
 struct Role {
   std::optional<model::Qwen35Model> target;
   std::optional<text::Tokenizer> tokenizer;
-  std::unique_ptr<verifier::VerifierHandler> verifier;
-  std::unique_ptr<drafter::DrafterHandler> drafter;
-  std::unique_ptr<verifier::VerifierClient> verifier_client;  // remote verifier
-  std::unique_ptr<drafter::DrafterClient> drafter_client;     // remote drafter
+  std::shared_ptr<verifier::VerifierHandler> verifier;
+  std::shared_ptr<drafter::DrafterHandler> drafter;
+  std::unique_ptr<orchestrator::BackendPool>
+      backends;  // the orchestrator's verifier + drafter pairs
   std::unique_ptr<orchestrator::GenerationHandler> generation;
   std::unique_ptr<trainer::TrainerServer> trainer;
   std::vector<std::unique_ptr<grpc::Service>> services;
@@ -182,8 +195,59 @@ absl::Status AddDrafter(const ServeFlags& flags, const std::string& target_dir,
   return absl::OkStatus();
 }
 
-absl::Status AddOrchestrator(const ServeFlags& flags, verifier::VerifierClient& verifier,
-                             drafter::DrafterClient* drafter, const std::string& tokenizer_path,
+// The orchestrator's pairs from its flags: --pairs hosts (discovered), or the one verifier (and
+// drafter) at --verifier-addr (--drafter-addr).
+absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> RemotePairs(const ServeFlags& flags) {
+  const absl::Duration timeout = Seconds(flags.call_timeout_s);
+  const absl::Duration drafter_retry = absl::Seconds(5);
+  if (flags.pairs.empty()) {
+    return orchestrator::BackendPool::Fixed(
+        {.host = flags.verifier_addr,
+         .verifier = std::make_shared<verifier::GrpcVerifierClient>(
+             rpc::Connect(flags.verifier_addr), timeout),
+         .drafter = flags.drafter_addr.empty() ? nullptr
+                                               : std::make_shared<drafter::GrpcDrafterClient>(
+                                                     rpc::Connect(flags.drafter_addr), timeout)},
+        drafter_retry);
+  }
+  orchestrator::BackendPool::Discover discover;
+  if (flags.pairs.starts_with("dns:")) {
+    discover = [name = flags.pairs.substr(4)] { return rpc::ResolveHosts(name); };
+  } else {
+    const std::vector<std::string> hosts = absl::StrSplit(flags.pairs, ',', absl::SkipEmpty());
+    discover = [hosts]() -> absl::StatusOr<std::vector<std::string>> { return hosts; };
+  }
+  auto connect = [verifier_port = flags.verifier_port, drafter_port = flags.drafter_port,
+                  timeout](const std::string& host) {
+    return orchestrator::BackendPair{
+        .host = host,
+        .verifier = std::make_shared<verifier::GrpcVerifierClient>(
+            rpc::Connect(absl::StrCat(host, ":", verifier_port)), timeout),
+        .drafter = drafter_port == 0
+                       ? nullptr
+                       : std::make_shared<drafter::GrpcDrafterClient>(
+                             rpc::Connect(absl::StrCat(host, ":", drafter_port)), timeout)};
+  };
+  std::unique_ptr<orchestrator::BackendPool> pool =
+      orchestrator::BackendPool::Discovered(std::move(discover), connect, drafter_retry);
+  // Pairs load their checkpoints for minutes: wait for the first (health answers nothing until
+  // then, so a startup probe covers the wait), then keep looking for more.
+  const absl::Duration period = Seconds(flags.pairs_refresh_s);
+  for (bool told = false;; told = true) {
+    if (absl::Status refreshed = pool->Refresh(); !refreshed.ok() && !told) {
+      std::cerr << "specd serve: " << refreshed.message() << "\n";
+    }
+    if (pool->target().has_value()) break;
+    if (!told) std::cerr << "specd serve: waiting for a target verifier at " << flags.pairs << "\n";
+    if (StopSignalWithin(period)) {
+      return absl::CancelledError("stopped before any target verifier answered");
+    }
+  }
+  pool->RefreshEvery(period);
+  return pool;
+}
+
+absl::Status AddOrchestrator(const ServeFlags& flags, const std::string& tokenizer_path,
                              metrics::Registry& registry, Role& role) {
   if (!tokenizer_path.empty()) {
     absl::StatusOr<text::Tokenizer> tokenizer = text::Tokenizer::FromFile(tokenizer_path);
@@ -192,10 +256,14 @@ absl::Status AddOrchestrator(const ServeFlags& flags, verifier::VerifierClient& 
   }
   absl::StatusOr<std::unique_ptr<orchestrator::GenerationHandler>> handler =
       orchestrator::GenerationHandler::Create(
-          verifier, drafter, role.tokenizer.has_value() ? &*role.tokenizer : nullptr, registry,
+          *role.backends, role.tokenizer.has_value() ? &*role.tokenizer : nullptr, registry,
           {.model_name = flags.model_name,
-           .target_model = flags.role == "all" ? flags.model : flags.verifier_addr,
-           .drafter_model = flags.role == "all" ? flags.drafter : flags.drafter_addr,
+           .target_model = flags.role == "all"   ? flags.model
+                           : flags.pairs.empty() ? flags.verifier_addr
+                                                 : flags.pairs,
+           .drafter_model = flags.role == "all"   ? flags.drafter
+                            : flags.pairs.empty() ? flags.drafter_addr
+                                                  : flags.pairs,
            .regimes = {.medium_from = flags.regime_medium_from,
                        .long_from = flags.regime_long_from},
            .max_running = flags.max_running,
@@ -203,8 +271,7 @@ absl::Status AddOrchestrator(const ServeFlags& flags, verifier::VerifierClient& 
            .max_stop_strings = 16,
            .default_block_size = flags.block_size,
            .default_draft_window = flags.window,
-           .chat_flavor = text::ChatFlavor::kQwen3_5,
-           .drafter_retry = absl::Seconds(5)});
+           .chat_flavor = text::ChatFlavor::kQwen3_5});
   if (!handler.ok()) return handler.status();
   role.generation = *std::move(handler);
   role.services.push_back(std::make_unique<orchestrator::GenerationGrpcService>(*role.generation));
@@ -227,19 +294,14 @@ absl::Status BuildRole(const ServeFlags& flags, metrics::Registry& registry, Rol
     return AddDrafter(flags, flags.target, registry, role);
   }
   if (name == "orchestrator") {
-    if (absl::Status ok = RequireFlags({{"--verifier-addr", &flags.verifier_addr}}, name);
-        !ok.ok()) {
-      return ok;
+    if (flags.verifier_addr.empty() == flags.pairs.empty()) {
+      return absl::InvalidArgumentError(
+          "--role orchestrator needs either --verifier-addr (one pair) or --pairs");
     }
-    const absl::Duration timeout = Seconds(flags.call_timeout_s);
-    role.verifier_client =
-        std::make_unique<verifier::GrpcVerifierClient>(rpc::Connect(flags.verifier_addr), timeout);
-    if (!flags.drafter_addr.empty()) {
-      role.drafter_client =
-          std::make_unique<drafter::GrpcDrafterClient>(rpc::Connect(flags.drafter_addr), timeout);
-    }
-    return AddOrchestrator(flags, *role.verifier_client, role.drafter_client.get(), flags.tokenizer,
-                           registry, role);
+    absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> pairs = RemotePairs(flags);
+    if (!pairs.ok()) return pairs.status();
+    role.backends = *std::move(pairs);
+    return AddOrchestrator(flags, flags.tokenizer, registry, role);
   }
   if (name == "trainer") {
     absl::StatusOr<std::unique_ptr<trainer::TrainerServer>> trainer =
@@ -265,7 +327,13 @@ absl::Status BuildRole(const ServeFlags& flags, metrics::Registry& registry, Rol
         tokenizer.empty() && std::filesystem::exists(own)) {
       tokenizer = own.string();
     }
-    return AddOrchestrator(flags, *role.verifier, role.drafter.get(), tokenizer, registry, role);
+    absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> pair =
+        orchestrator::BackendPool::Fixed(
+            {.host = "in-process", .verifier = role.verifier, .drafter = role.drafter},
+            absl::Seconds(5));
+    if (!pair.ok()) return pair.status();
+    role.backends = *std::move(pair);
+    return AddOrchestrator(flags, tokenizer, registry, role);
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "--role ", name, " is not one of verifier, drafter, orchestrator, trainer, all"));
@@ -350,6 +418,21 @@ void AddServeCommand(CLI::App& app) {
   serve->add_option("--verifier-addr", flags->verifier_addr, "orchestrator: HOST:PORT");
   serve->add_option("--drafter-addr", flags->drafter_addr,
                     "orchestrator: HOST:PORT (none: target-only)");
+  serve->add_option("--pairs", flags->pairs,
+                    "orchestrator: verifier + drafter hosts instead of --verifier-addr: "
+                    "dns:NAME (every address of NAME, e.g. a headless Service) or HOST,HOST…");
+  serve
+      ->add_option("--verifier-port", flags->verifier_port,
+                   "orchestrator: the verifiers' port on --pairs hosts")
+      ->capture_default_str();
+  serve
+      ->add_option("--drafter-port", flags->drafter_port,
+                   "orchestrator: the drafters' port on --pairs hosts (0: target-only)")
+      ->capture_default_str();
+  serve
+      ->add_option("--pairs-refresh", flags->pairs_refresh_s,
+                   "orchestrator: seconds between looks for --pairs hosts joining or leaving")
+      ->capture_default_str();
   serve->add_option("--tokenizer", flags->tokenizer,
                     "orchestrator, all: tokenizer.json for text prompts (all: default the "
                     "model's own)");

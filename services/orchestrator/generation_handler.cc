@@ -72,78 +72,29 @@ struct GenerationHandler::Prepared {
 };
 
 absl::StatusOr<std::unique_ptr<GenerationHandler>> GenerationHandler::Create(
-    verifier::VerifierClient& verifier, drafter::DrafterClient* drafter,
-    const text::Tokenizer* tokenizer, metrics::Registry& registry, OrchestratorOptions options) {
-  absl::StatusOr<v1::TargetVerifierServiceInfoResponse> info = verifier.Info();
-  if (!info.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("the target verifier cannot be reached: ", info.status().message()));
-  }
+    BackendPool& backends, const text::Tokenizer* tokenizer, metrics::Registry& registry,
+    OrchestratorOptions options) {
+  std::optional<v1::TargetVerifierServiceInfoResponse> target = backends.target();
+  if (!target.has_value()) return absl::UnavailableError("no target verifier is serving");
   if (options.max_running < 1 || options.max_waiting < 0) {
     return absl::InvalidArgumentError("max_running must be ≥ 1 and max_waiting ≥ 0");
   }
-  auto handler = std::unique_ptr<GenerationHandler>(new GenerationHandler(
-      verifier, drafter, tokenizer, registry, std::move(options), *std::move(info)));
-  if (drafter != nullptr) {
-    absl::StatusOr<v1::DrafterServiceInfoResponse> drafter_info = drafter->Info();
-    if (drafter_info.ok()) {
-      if (absl::Status fits = handler->CheckDrafter(*drafter_info); !fits.ok()) return fits;
-      handler->drafter_info_ = *std::move(drafter_info);
-    } else {
-      std::cerr << "orchestrator: the drafter cannot be reached (" << drafter_info.status()
-                << "); decoding target-only until it can\n";
-      handler->drafter_next_try_ = absl::Now() + handler->options_.drafter_retry;
-    }
-  }
-  return handler;
+  return std::unique_ptr<GenerationHandler>(
+      new GenerationHandler(backends, tokenizer, registry, std::move(options), *std::move(target)));
 }
 
-GenerationHandler::GenerationHandler(verifier::VerifierClient& verifier,
-                                     drafter::DrafterClient* drafter,
-                                     const text::Tokenizer* tokenizer, metrics::Registry& registry,
-                                     OrchestratorOptions options,
-                                     v1::TargetVerifierServiceInfoResponse info)
-    : verifier_(verifier),
-      drafter_(drafter),
+GenerationHandler::GenerationHandler(BackendPool& backends, const text::Tokenizer* tokenizer,
+                                     metrics::Registry& registry, OrchestratorOptions options,
+                                     v1::TargetVerifierServiceInfoResponse target)
+    : backends_(backends),
       tokenizer_(tokenizer),
       chat_(options.chat_flavor),
       options_(std::move(options)),
-      verifier_info_(std::move(info)),
+      verifier_info_(std::move(target)),
       metrics_(registry, options_.model_name),
       admission_(options_.max_running, options_.max_waiting, metrics_.running(),
                  metrics_.waiting()),
       id_prefix_(rpc::NewInstanceId()) {}
-
-absl::Status GenerationHandler::CheckDrafter(const v1::DrafterServiceInfoResponse& drafter) const {
-  if (drafter.hidden_size() != verifier_info_.hidden_size() ||
-      drafter.vocab_size() != verifier_info_.vocab_size()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the drafter expects hidden size ", drafter.hidden_size(), " and vocabulary ",
-                     drafter.vocab_size(), " but the target has ", verifier_info_.hidden_size(),
-                     " and ", verifier_info_.vocab_size()));
-  }
-  for (const uint32_t layer : drafter.target_layer_ids()) {
-    if (layer >= verifier_info_.num_layers()) {
-      return absl::FailedPreconditionError(absl::StrCat("the drafter reads target layer ", layer,
-                                                        " but the target has ",
-                                                        verifier_info_.num_layers()));
-    }
-  }
-  return absl::OkStatus();
-}
-
-std::optional<v1::DrafterServiceInfoResponse> GenerationHandler::CurrentDrafter() {
-  if (drafter_ == nullptr) return std::nullopt;
-  std::lock_guard lock(drafter_mutex_);
-  if (drafter_info_.has_value() || absl::Now() < drafter_next_try_) return drafter_info_;
-  absl::StatusOr<v1::DrafterServiceInfoResponse> info = drafter_->Info();
-  if (info.ok() && CheckDrafter(*info).ok()) {
-    drafter_info_ = *std::move(info);
-  } else {
-    drafter_next_try_ = absl::Now() + options_.drafter_retry;
-  }
-  return drafter_info_;
-}
 
 absl::StatusOr<GenerationHandler::Prepared> GenerationHandler::Prepare(
     const v1::GenerateStreamRequest& request,
@@ -286,9 +237,11 @@ absl::Status GenerationHandler::Run(v1::GenerateStreamRequest request, const Can
     absl::StatusOr<AdmissionQueue::Ticket> ticket =
         admission_.Admit([&] { return cancelled() || flight->aborted; });
     if (!ticket.ok()) return ticket.status();
-    absl::StatusOr<Prepared> prepared = Prepare(request, CurrentDrafter());
+    absl::StatusOr<BackendPool::Lease> pair = backends_.Acquire();
+    if (!pair.ok()) return pair.status();
+    absl::StatusOr<Prepared> prepared = Prepare(request, pair->drafter_info());
     if (!prepared.ok()) return prepared.status();
-    return Decode(request, *prepared, *flight, cancelled, write, arrival);
+    return Decode(request, *prepared, *pair, *flight, cancelled, write, arrival);
   }();
   {
     std::lock_guard lock(flights_mutex_);
@@ -298,9 +251,9 @@ absl::Status GenerationHandler::Run(v1::GenerateStreamRequest request, const Can
 }
 
 absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
-                                       const Prepared& prepared, InFlight& flight,
-                                       const Cancelled& cancelled, const StreamWriter& write,
-                                       Clock::time_point arrival) {
+                                       const Prepared& prepared, const BackendPool::Lease& pair,
+                                       InFlight& flight, const Cancelled& cancelled,
+                                       const StreamWriter& write, Clock::time_point arrival) {
   const std::string session_id = absl::StrCat(id_prefix_, "-s", next_id_++);
   const auto prompt_length = static_cast<int64_t>(prepared.prompt.size());
   bool speculate = prepared.block_size > 1;
@@ -308,11 +261,11 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
   absl::Cleanup release = [&] {
     v1::TargetVerifierServiceReleaseRequest verifier_release;
     verifier_release.set_session_id(session_id);
-    (void)verifier_.Release(verifier_release);
+    (void)pair.verifier().Release(verifier_release);
     if (drafter_session) {
       v1::DrafterServiceReleaseRequest drafter_release;
       drafter_release.set_session_id(session_id);
-      (void)drafter_->Release(drafter_release);
+      (void)pair.drafter()->Release(drafter_release);
     }
   };
   RequestRecord record{.regime = prepared.regime,
@@ -335,7 +288,7 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
   prefill.mutable_tapped_layer_ids()->Assign(prepared.tapped_layer_ids.begin(),
                                              prepared.tapped_layer_ids.end());
   const Clock::time_point prefill_start = Clock::now();
-  absl::StatusOr<v1::PrefillResponse> prefilled = verifier_.Prefill(prefill);
+  absl::StatusOr<v1::PrefillResponse> prefilled = pair.verifier().Prefill(prefill);
   if (!prefilled.ok()) return prefilled.status();
 
   spec::GenerationOutput output(tokenizer_, prepared.stop);
@@ -429,7 +382,7 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
       draft.set_min_confidence(prepared.min_confidence);
       drafter_session = true;
       const Clock::time_point start = Clock::now();
-      absl::StatusOr<v1::DraftResponse> drafted = drafter_->Draft(draft);
+      absl::StatusOr<v1::DraftResponse> drafted = pair.drafter()->Draft(draft);
       const double seconds = SecondsBetween(start, Clock::now());
       draft_seconds += seconds;
       metrics_.RecordDraftCall(prepared.regime, seconds);
@@ -450,7 +403,7 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
     verify.set_expected_generation(generation);
     verify.mutable_draft_token_ids()->Assign(drafts.begin(), drafts.end());
     const Clock::time_point start = Clock::now();
-    absl::StatusOr<v1::VerifyResponse> verified = verifier_.Verify(verify);
+    absl::StatusOr<v1::VerifyResponse> verified = pair.verifier().Verify(verify);
     const double seconds = SecondsBetween(start, Clock::now());
     verify_seconds += seconds;
     metrics_.RecordVerifyCall(prepared.regime, seconds);
@@ -506,7 +459,7 @@ v1::AbortResponse GenerationHandler::Abort(const v1::AbortRequest& request) {
 }
 
 v1::GetModelInfoResponse GenerationHandler::GetModelInfo() {
-  const std::optional<v1::DrafterServiceInfoResponse> drafter = CurrentDrafter();
+  const std::optional<v1::DrafterServiceInfoResponse> drafter = backends_.AnyDrafterInfo();
   v1::GetModelInfoResponse info;
   info.set_model_name(options_.model_name);
   info.set_target_model(options_.target_model);

@@ -1,9 +1,10 @@
 #pragma once
-// The public generation API (protos/specd/v1/generation.proto) on top of a target verifier and a
-// drafter: it admits requests into a bounded queue, turns prompts into ids, and runs each request
-// as a loop of Draft → Verify steps, streaming the tokens every step emits and recording
-// acceptance and latency per input-length regime. A drafter that fails or cannot be reached never
-// fails a request: it continues target-only (Verify without drafts), counted in a metric.
+// The public generation API (protos/specd/v1/generation.proto) on top of verifier + drafter
+// pairs: it admits requests into a bounded queue, turns prompts into ids, and runs each request
+// on one pair as a loop of Draft → Verify steps, streaming the tokens every step emits and
+// recording acceptance and latency per input-length regime. A drafter that fails or cannot be
+// reached never fails a request: it continues target-only (Verify without drafts), counted in a
+// metric.
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -20,10 +21,9 @@
 #include "common/spec/regime.h"
 #include "common/text/chat_template.h"
 #include "common/text/tokenizer.h"
-#include "services/drafter/drafter_client.h"
 #include "services/orchestrator/admission_queue.h"
+#include "services/orchestrator/backend_pool.h"
 #include "services/orchestrator/orchestrator_metrics.h"
-#include "services/verifier/verifier_client.h"
 #include "specd/v1/generation.pb.h"
 
 namespace specd::orchestrator {
@@ -40,18 +40,16 @@ struct OrchestratorOptions {
   int64_t default_block_size = 0;
   int64_t default_draft_window = 0;
   text::ChatFlavor chat_flavor = text::ChatFlavor::kQwen3_5;
-  // How long a drafter that could not be reached is left alone before it is asked again.
-  absl::Duration drafter_retry = absl::Seconds(5);
 };
 
 class GenerationHandler {
  public:
-  // Reads the verifier's Info (required) and the drafter's (`drafter` may be null: target-only;
-  // an unreachable one is retried later) and refuses a drafter made for another target.
-  // `verifier`, `drafter`, `tokenizer` (null: token ids only) and `registry` must outlive it.
-  static absl::StatusOr<std::unique_ptr<GenerationHandler>> Create(
-      verifier::VerifierClient& verifier, drafter::DrafterClient* drafter,
-      const text::Tokenizer* tokenizer, metrics::Registry& registry, OrchestratorOptions options);
+  // Needs a pool that a pair has joined (its target sets the limits requests are checked
+  // against). `backends`, `tokenizer` (null: token ids only) and `registry` must outlive it.
+  static absl::StatusOr<std::unique_ptr<GenerationHandler>> Create(BackendPool& backends,
+                                                                   const text::Tokenizer* tokenizer,
+                                                                   metrics::Registry& registry,
+                                                                   OrchestratorOptions options);
 
   // True once the client cancelled or its deadline passed; checked before every step.
   using Cancelled = std::function<bool()>;
@@ -75,36 +73,28 @@ class GenerationHandler {
     std::atomic<bool> aborted = false;
   };
 
-  GenerationHandler(verifier::VerifierClient& verifier, drafter::DrafterClient* drafter,
-                    const text::Tokenizer* tokenizer, metrics::Registry& registry,
-                    OrchestratorOptions options, v1::TargetVerifierServiceInfoResponse info);
+  GenerationHandler(BackendPool& backends, const text::Tokenizer* tokenizer,
+                    metrics::Registry& registry, OrchestratorOptions options,
+                    v1::TargetVerifierServiceInfoResponse target);
 
   // Every request runs here; Generate collects the stream it writes.
   absl::Status Run(v1::GenerateStreamRequest request, const Cancelled& cancelled,
                    const StreamWriter& write);
   absl::StatusOr<Prepared> Prepare(const v1::GenerateStreamRequest& request,
                                    const std::optional<v1::DrafterServiceInfoResponse>& drafter);
-  // Prefill, then Draft → Verify steps until the output stops; sessions are released however it
-  // ends. `arrival` starts the request's clock.
+  // Prefill, then Draft → Verify steps on `pair` until the output stops; sessions are released
+  // however it ends. `arrival` starts the request's clock.
   absl::Status Decode(const v1::GenerateStreamRequest& request, const Prepared& prepared,
-                      InFlight& flight, const Cancelled& cancelled, const StreamWriter& write,
-                      spec::Clock::time_point arrival);
-  // The drafter's Info, asking again at most every drafter_retry while it cannot be reached.
-  std::optional<v1::DrafterServiceInfoResponse> CurrentDrafter();
-  absl::Status CheckDrafter(const v1::DrafterServiceInfoResponse& drafter) const;
+                      const BackendPool::Lease& pair, InFlight& flight, const Cancelled& cancelled,
+                      const StreamWriter& write, spec::Clock::time_point arrival);
 
-  verifier::VerifierClient& verifier_;
-  drafter::DrafterClient* drafter_;
+  BackendPool& backends_;
   const text::Tokenizer* tokenizer_;
   const text::ChatTemplate chat_;
   const OrchestratorOptions options_;
   const v1::TargetVerifierServiceInfoResponse verifier_info_;
   OrchestratorMetrics metrics_;
   AdmissionQueue admission_;
-
-  std::mutex drafter_mutex_;
-  std::optional<v1::DrafterServiceInfoResponse> drafter_info_;
-  absl::Time drafter_next_try_ = absl::InfinitePast();
 
   std::mutex flights_mutex_;
   std::map<std::string, std::shared_ptr<InFlight>> flights_;

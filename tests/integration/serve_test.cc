@@ -23,18 +23,22 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "specd/v1/generation.grpc.pb.h"
 #include "tests/support/paths.h"
+#include "tests/support/prometheus_server.h"
 #include "tests/support/server_process.h"
 #include "tests/support/subprocess.h"
 
 namespace specd {
 namespace {
 
+using ::specd::testing::FreePort;
 using ::specd::testing::ProcessResult;
+using ::specd::testing::PrometheusServer;
 using ::specd::testing::RunProcess;
 using ::specd::testing::ServerProcess;
 using ::testing::HasSubstr;
@@ -121,8 +125,8 @@ std::vector<int64_t> LocalIds(const std::string& ids, bool with_drafter) {
   return GeneratedIds(RunProcess(args));
 }
 
-std::string Metrics(const ServerProcess& server) {
-  httplib::Client client("127.0.0.1", server.metrics_port());
+std::string Metrics(const ServerProcess& server, const std::string& host = "127.0.0.1") {
+  httplib::Client client(host, server.metrics_port());
   const httplib::Result result = client.Get("/metrics");
   return result && result->status == 200 ? result->body : "";
 }
@@ -349,29 +353,13 @@ TEST(SpecdServeTest, SigtermDrainsRunningRequestsThenExits) {
   EXPECT_EQ(all->Wait(), 0) << all->log();
 }
 
-// A port nothing listens on right now, for servers that cannot pick their own.
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address = {};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
-
-// The series of an instant PromQL query: label `by` → value.
-std::map<std::string, double> Query(httplib::Client& prometheus, const std::string& promql,
+// The series of an instant PromQL query: label `by` → value (none while it fails).
+std::map<std::string, double> Query(const PrometheusServer& prometheus, const std::string& promql,
                                     const std::string& by) {
   std::map<std::string, double> series;
-  const httplib::Params params = {{"query", promql}};
-  const httplib::Result result = prometheus.Get("/api/v1/query", params, httplib::Headers());
-  if (!result || result->status != 200) return series;
-  const nlohmann::json body = nlohmann::json::parse(result->body, nullptr, false);
-  if (!body.is_object() || body.value("status", "") != "success") return series;
-  for (const nlohmann::json& item : body["data"]["result"]) {
+  absl::StatusOr<nlohmann::json> result = prometheus.Query(promql);
+  if (!result.ok()) return series;
+  for (const nlohmann::json& item : *result) {
     series[item["metric"].value(by, "")] = std::stod(item["value"][1].get<std::string>());
   }
   return series;
@@ -385,27 +373,18 @@ TEST(SpecdServeTest, PrometheusScrapesEveryServiceAndAnswersPerRegimeQueries) {
     EXPECT_EQ(SpecctlIds(distributed.orchestrator->address(), IdList(length, length)).size(),
               kNewTokens);
   }
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("specd_prometheus_" + std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "prometheus.yml")
-      << "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-      << "scrape_configs:\n"
-      << "  - job_name: specd\n"
-      << "    static_configs:\n"
-      << "      - targets: ['127.0.0.1:" << distributed.verifier->metrics_port() << "', "
-      << "'127.0.0.1:" << distributed.drafter->metrics_port()
-      << "', '127.0.0.1:" << distributed.orchestrator->metrics_port() << "']\n";
-  const int port = FreePort();
   std::string error;
-  std::unique_ptr<ServerProcess> prometheus = ServerProcess::Start(
-      {"/usr/bin/prometheus", "--config.file=" + (dir / "prometheus.yml").string(),
-       "--storage.tsdb.path=" + (dir / "data").string(),
-       "--web.listen-address=127.0.0.1:" + std::to_string(port)},
-      error, std::chrono::seconds(60), "Server is ready to receive web requests");
+  std::unique_ptr<PrometheusServer> prometheus = PrometheusServer::Start(
+      absl::StrCat("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+                   "scrape_configs:\n"
+                   "  - job_name: specd\n"
+                   "    static_configs:\n"
+                   "      - targets: ['127.0.0.1:",
+                   distributed.verifier->metrics_port(),
+                   "', '127.0.0.1:", distributed.drafter->metrics_port(),
+                   "', '127.0.0.1:", distributed.orchestrator->metrics_port(), "']\n"),
+      {}, error);
   ASSERT_NE(prometheus, nullptr) << error;
-  httplib::Client client("127.0.0.1", port);
   const std::string tau =
       "1 + sum by (regime) (specd_spec_decode_num_accepted_tokens_total) / sum by (regime) "
       "(specd_spec_decode_num_drafts_total)";
@@ -414,9 +393,9 @@ TEST(SpecdServeTest, PrometheusScrapesEveryServiceAndAnswersPerRegimeQueries) {
   std::map<std::string, double> up, taus, ttfts;
   for (int i = 0; i < 120 && (up.size() < 3 || taus.size() < 3 || ttfts.size() < 3); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    up = Query(client, "up == 1", "instance");
-    taus = Query(client, tau, "regime");
-    ttfts = Query(client, ttft_p95, "regime");
+    up = Query(*prometheus, "up == 1", "instance");
+    taus = Query(*prometheus, tau, "regime");
+    ttfts = Query(*prometheus, ttft_p95, "regime");
   }
   EXPECT_EQ(up.size(), 3u) << "every service is scraped";
   for (const char* regime : {"short", "medium", "long"}) {
@@ -425,8 +404,53 @@ TEST(SpecdServeTest, PrometheusScrapesEveryServiceAndAnswersPerRegimeQueries) {
     ASSERT_TRUE(ttfts.contains(regime)) << regime;
     EXPECT_GT(ttfts[regime], 0) << regime;
   }
-  prometheus.reset();
-  std::filesystem::remove_all(dir);
+}
+
+TEST(SpecdServeTest, AnOrchestratorSpreadsRequestsOverEveryPairItIsGiven) {
+  // Two pairs on two loopback addresses with the same ports, as pods behind a headless Service.
+  const std::string verifier_port = std::to_string(FreePort());
+  const std::string drafter_port = std::to_string(FreePort());
+  std::vector<std::unique_ptr<ServerProcess>> pairs;
+  for (const char* host : {"127.0.0.1", "127.0.0.2"}) {
+    for (std::vector<std::string> role :
+         {std::vector<std::string>{"--role", "verifier", "--model", Target(), "--port",
+                                   verifier_port},
+          std::vector<std::string>{"--role", "drafter", "--drafter", Drafter(), "--target",
+                                   Target(), "--port", drafter_port}}) {
+      role.insert(role.begin(), {SPECD_BINARY, "serve", "--host", host, "--metrics-port", "0"});
+      std::string error;
+      pairs.push_back(ServerProcess::Start(role, error));
+      ASSERT_NE(pairs.back(), nullptr) << error;
+    }
+  }
+  std::unique_ptr<ServerProcess> orchestrator =
+      Serve({"--role", "orchestrator", "--pairs", "127.0.0.1,127.0.0.2", "--verifier-port",
+             verifier_port, "--drafter-port", drafter_port, "--pairs-refresh", "1"});
+  ASSERT_NE(orchestrator, nullptr);
+  const std::string ids = IdList(12, 3);
+  const std::vector<int64_t> local = LocalIds(ids, /*with_drafter=*/false);
+  std::vector<std::vector<int64_t>> served(4);
+  {
+    std::vector<std::thread> clients;
+    for (auto& out : served) {
+      clients.emplace_back(
+          [&] { out = SpecctlIds(orchestrator->address(), ids, /*stream=*/true); });
+    }
+    for (std::thread& client : clients) client.join();
+  }
+  for (const std::vector<int64_t>& out : served) EXPECT_EQ(out, local);
+  // Both pairs prefilled and drafted: each verifier's drafter is its own host's.
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const std::string host = i < 2 ? "127.0.0.1" : "127.0.0.2";
+    const std::regex served_ok("grpc_method=\"(Prefill|Draft)\".*\\} [1-9]");
+    std::istringstream lines(Metrics(*pairs[i], host));
+    bool found = false;
+    for (std::string line; std::getline(lines, line);) {
+      found |=
+          line.find("grpc_code=\"OK\"") != std::string::npos && std::regex_search(line, served_ok);
+    }
+    EXPECT_TRUE(found) << host << " process " << i << " served no session";
+  }
 }
 
 TEST(SpecdServeTest, AJobSubmittedWithSpecctlRunsTheSmokePipelineToSuccess) {

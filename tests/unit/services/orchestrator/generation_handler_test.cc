@@ -19,11 +19,11 @@
 #include "services/verifier/verifier_grpc.h"
 #include "services/verifier/verifier_handler.h"
 #include "tests/unit/common/spec/spec_fixture.h"
+#include "tests/unit/services/orchestrator/pair_handlers.h"
 
 namespace specd::orchestrator {
 namespace {
 
-using spec::testing::FixtureDrafter;
 using spec::testing::LoadTarget;
 using spec::testing::RandomPrompt;
 using ::testing::HasSubstr;
@@ -40,30 +40,9 @@ class GenerationHandlerTest : public ::testing::Test {
 
   void SetUp() override {
     ASSERT_NE(target_, nullptr);
-    absl::StatusOr<std::unique_ptr<verifier::VerifierHandler>> verifier =
-        verifier::VerifierHandler::Create(*target_, {.model_name = "qwen35-tiny-a",
-                                                     .quantization = "dense",
-                                                     .tapped_layer_ids = {},
-                                                     .max_sessions = 8,
-                                                     .max_session_length = 256,
-                                                     .max_block_size = 16,
-                                                     .session_idle_timeout = absl::Seconds(30),
-                                                     .open_sessions = nullptr});
-    ASSERT_TRUE(verifier.ok()) << verifier.status();
-    verifier_ = *std::move(verifier);
-    absl::StatusOr<model::DFlashDrafter> drafter = FixtureDrafter();
-    ASSERT_TRUE(drafter.ok()) << drafter.status();
-    absl::StatusOr<std::unique_ptr<drafter::DrafterHandler>> drafter_handler =
-        drafter::DrafterHandler::Create(*std::move(drafter), target_->token_head(),
-                                        target_->config(),
-                                        {.model_name = "dflash-tiny-a",
-                                         .quantization = "dense",
-                                         .default_window = 0,
-                                         .max_sessions = 8,
-                                         .session_idle_timeout = absl::Seconds(30),
-                                         .open_sessions = nullptr});
-    ASSERT_TRUE(drafter_handler.ok()) << drafter_handler.status();
-    drafter_ = *std::move(drafter_handler);
+    verifier_ = testing::MakeVerifier(*target_);
+    drafter_ = testing::MakeDrafter(*target_);
+    ASSERT_TRUE(verifier_ != nullptr && drafter_ != nullptr);
   }
 
   static OrchestratorOptions Options(int64_t max_running = 4, int64_t max_waiting = 4) {
@@ -74,17 +53,21 @@ class GenerationHandlerTest : public ::testing::Test {
     return options;
   }
 
-  std::unique_ptr<GenerationHandler> Handler(verifier::VerifierClient& verifier,
-                                             drafter::DrafterClient* drafter,
+  std::unique_ptr<GenerationHandler> Handler(BackendPair pair,
                                              const OrchestratorOptions& options = Options()) {
+    absl::StatusOr<std::unique_ptr<BackendPool>> pool =
+        BackendPool::Fixed(std::move(pair), absl::Seconds(5));
+    EXPECT_TRUE(pool.ok()) << pool.status();
+    if (!pool.ok()) return nullptr;
+    pools_.push_back(*std::move(pool));
     absl::StatusOr<std::unique_ptr<GenerationHandler>> handler =
-        GenerationHandler::Create(verifier, drafter, nullptr, registry_, options);
+        GenerationHandler::Create(*pools_.back(), nullptr, registry_, options);
     EXPECT_TRUE(handler.ok()) << handler.status();
     return handler.ok() ? *std::move(handler) : nullptr;
   }
 
   std::unique_ptr<GenerationHandler> InProcess(const OrchestratorOptions& options = Options()) {
-    return Handler(*verifier_, drafter_.get(), options);
+    return Handler({.host = "in-process", .verifier = verifier_, .drafter = drafter_}, options);
   }
 
   static std::vector<int64_t> Prompt(int64_t length = 12) {
@@ -119,8 +102,9 @@ class GenerationHandlerTest : public ::testing::Test {
 
   static inline model::Qwen35Model* target_ = nullptr;
   metrics::Registry registry_;
-  std::unique_ptr<verifier::VerifierHandler> verifier_;
-  std::unique_ptr<drafter::DrafterHandler> drafter_;
+  std::shared_ptr<verifier::VerifierHandler> verifier_;
+  std::shared_ptr<drafter::DrafterHandler> drafter_;
+  std::vector<std::unique_ptr<BackendPool>> pools_;
 };
 
 TEST_F(GenerationHandlerTest, GreedyOutputIsTheTargetsOwnWithAndWithoutSpeculation) {
@@ -232,9 +216,9 @@ class ServedPair {
     EXPECT_TRUE(verifier_server.ok() && drafter_server.ok());
     verifier_server_ = *std::move(verifier_server);
     drafter_server_ = *std::move(drafter_server);
-    verifier_client_ = std::make_unique<verifier::GrpcVerifierClient>(
+    verifier_client_ = std::make_shared<verifier::GrpcVerifierClient>(
         Channel(verifier_server_.port), absl::Seconds(30));
-    drafter_client_ = std::make_unique<drafter::GrpcDrafterClient>(Channel(drafter_server_.port),
+    drafter_client_ = std::make_shared<drafter::GrpcDrafterClient>(Channel(drafter_server_.port),
                                                                    absl::Seconds(30));
   }
 
@@ -242,8 +226,9 @@ class ServedPair {
     return rpc::Connect("127.0.0.1:" + std::to_string(port));
   }
 
-  verifier::VerifierClient& verifier() { return *verifier_client_; }
-  drafter::DrafterClient& drafter() { return *drafter_client_; }
+  BackendPair pair() const {
+    return {.host = "loopback", .verifier = verifier_client_, .drafter = drafter_client_};
+  }
   void StopDrafter() { drafter_server_.server->Shutdown(); }
 
  private:
@@ -252,13 +237,13 @@ class ServedPair {
   drafter::DrafterGrpcService drafter_service_;
   rpc::GrpcServer verifier_server_;
   rpc::GrpcServer drafter_server_;
-  std::unique_ptr<verifier::GrpcVerifierClient> verifier_client_;
-  std::unique_ptr<drafter::GrpcDrafterClient> drafter_client_;
+  std::shared_ptr<verifier::GrpcVerifierClient> verifier_client_;
+  std::shared_ptr<drafter::GrpcDrafterClient> drafter_client_;
 };
 
 TEST_F(GenerationHandlerTest, OverGrpcTheOutputAndStatisticsAreTheInProcessOnes) {
   ServedPair served(*verifier_, *drafter_);
-  std::unique_ptr<GenerationHandler> remote = Handler(served.verifier(), &served.drafter());
+  std::unique_ptr<GenerationHandler> remote = Handler(served.pair());
   std::unique_ptr<GenerationHandler> local = InProcess();
   const v1::GenerateRequest request = Request(Prompt(30));
   absl::StatusOr<v1::GenerateResponse> over_grpc = remote->Generate(request, Never);
@@ -272,7 +257,7 @@ TEST_F(GenerationHandlerTest, OverGrpcTheOutputAndStatisticsAreTheInProcessOnes)
 
 TEST_F(GenerationHandlerTest, ALostDrafterCostsSpeedNotTheRequest) {
   ServedPair served(*verifier_, *drafter_);
-  std::unique_ptr<GenerationHandler> handler = Handler(served.verifier(), &served.drafter());
+  std::unique_ptr<GenerationHandler> handler = Handler(served.pair());
   served.StopDrafter();
   const std::vector<int64_t> prompt = Prompt();
   absl::StatusOr<v1::GenerateResponse> response = handler->Generate(Request(prompt), Never);
