@@ -1,0 +1,128 @@
+{{/*
+Prefix of every object name: the release name unless fullnameOverride. 40 characters leave room
+for the longest suffix ("-orchestrator") within a 63-character DNS label.
+*/}}
+{{- define "specd.fullname" -}}
+{{- .Values.fullnameOverride | default .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Selector labels of one component. Call with (dict "root" $ "component" NAME). */}}
+{{- define "specd.selectorLabels" -}}
+app.kubernetes.io/name: specd
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* All labels of one component's objects. Call with (dict "root" $ "component" NAME). */}}
+{{- define "specd.labels" -}}
+{{ include "specd.selectorLabels" . }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: specd
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* Labels of objects that belong to no one component (the dashboards, the rules). */}}
+{{- define "specd.commonLabels" -}}
+app.kubernetes.io/name: specd
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: specd
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "specd.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/* The `model` metric label. */}}
+{{- define "specd.modelName" -}}
+{{- .Values.models.name | default .Values.models.target -}}
+{{- end -}}
+
+{{/*
+The models volume (the `models` entry of a pod's volumes, without its name). hasKey, not `with`:
+the defaults hold no hostPath, and a missing key must not be an error in strict rendering.
+*/}}
+{{- define "specd.modelsVolume" -}}
+{{- if hasKey .Values.models.volume "persistentVolumeClaim" -}}
+persistentVolumeClaim:
+  claimName: {{ .Values.models.volume.persistentVolumeClaim.claimName | quote }}
+  readOnly: true
+{{- else if hasKey .Values.models.volume "hostPath" -}}
+hostPath:
+  path: {{ .Values.models.volume.hostPath.path | quote }}
+  type: {{ .Values.models.volume.hostPath.type | quote }}
+{{- else }}
+{{- fail "models.volume needs persistentVolumeClaim or hostPath" }}
+{{- end }}
+{{- end -}}
+
+{{/*
+terminationGracePeriodSeconds: the grace period starts with preStop, so it must cover the preStop
+sleep, then the drain (--shutdown-timeout), then a margin for the process to exit.
+*/}}
+{{- define "specd.terminationGracePeriodSeconds" -}}
+{{- add .Values.lifecycle.preStopSleepSeconds .Values.serving.shutdownTimeoutSeconds .Values.lifecycle.terminationGraceMarginSeconds -}}
+{{- end -}}
+
+{{/*
+The preStop hook: the kubelet's own sleep action where the API has it (beta and on by default
+from 1.30), else the image's /bin/sleep.
+*/}}
+{{- define "specd.lifecycle" -}}
+preStop:
+{{- if semverCompare ">=1.30-0" .Capabilities.KubeVersion.Version }}
+  sleep:
+    seconds: {{ .Values.lifecycle.preStopSleepSeconds }}
+{{- else }}
+  exec:
+    command: ["/bin/sleep", {{ .Values.lifecycle.preStopSleepSeconds | quote }}]
+{{- end }}
+{{- end -}}
+
+{{/*
+Native gRPC probes on one container port. Call with (dict "root" $ "port" PORT).
+*/}}
+{{- define "specd.probes" -}}
+startupProbe:
+  grpc:
+    port: {{ .port }}
+  {{- toYaml .root.Values.probes.startup | nindent 2 }}
+readinessProbe:
+  grpc:
+    port: {{ .port }}
+  {{- toYaml .root.Values.probes.readiness | nindent 2 }}
+livenessProbe:
+  grpc:
+    port: {{ .port }}
+  {{- toYaml .root.Values.probes.liveness | nindent 2 }}
+{{- end -}}
+
+{{/*
+The resources of a pair container: the user's requests/limits plus its GPU. Call with
+(dict "root" $ "resources" MAP "devicePluginGPU" BOOL). With gpu.sharing=dra every pair container
+names the pod's one claim; otherwise devicePluginGPU adds one `gpu.resourceName` to the limits
+(the device plugin's request defaults to the limit).
+*/}}
+{{- define "specd.pairResources" -}}
+{{- $resources := deepCopy (.resources | default dict) -}}
+{{- if eq .root.Values.pairs.gpu.sharing "dra" -}}
+{{- $_ := set $resources "claims" (list (dict "name" "gpu")) -}}
+{{- else if .devicePluginGPU -}}
+{{- $limits := deepCopy (get $resources "limits" | default dict) -}}
+{{- $_ := set $limits .root.Values.pairs.gpu.resourceName 1 -}}
+{{- $_ := set $resources "limits" $limits -}}
+{{- end -}}
+{{- toYaml $resources -}}
+{{- end -}}
+
+{{/* Volume mounts shared by every container: the models and a writable /tmp. */}}
+{{- define "specd.baseMounts" -}}
+- name: models
+  mountPath: /models
+  readOnly: true
+- name: tmp
+  mountPath: /tmp
+{{- end -}}
