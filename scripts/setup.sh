@@ -14,11 +14,16 @@ packages=(
   libcli11-dev libspdlog-dev libyaml-cpp-dev libpng-dev libssl-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev prometheus
+  # deploy checks (tests/deploy): YAML lint, and Go with the template functions Helm uses, to
+  # render the chart where no helm binary exists
+  yamllint golang-go golang-github-masterminds-sprig-dev golang-k8s-sigs-yaml-dev
 )
 
 missing=()
 # Node may come from elsewhere (the machine image ships its own); take Debian's only when absent.
 command -v npm >/dev/null || packages+=(nodejs npm)
+# The same for kubectl: the deploy checks render the kustomize overlays with `kubectl kustomize`.
+command -v kubectl >/dev/null || packages+=(kubernetes-client)
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
