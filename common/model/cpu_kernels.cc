@@ -6,12 +6,12 @@
 
 #include <algorithm>
 #include <initializer_list>
-#include <thread>
 #include <vector>
 
 #include "common/model/gated_delta_rule.h"
 #include "common/model/kernel_registry.h"
 #include "common/model/linear.h"
+#include "kernels/cpu/available_cpus.h"
 #include "kernels/cpu/dense_gemv.h"
 #include "kernels/cpu/gated_delta_rule.h"
 #include "kernels/cpu/thread_pool.h"
@@ -73,8 +73,7 @@ at::Tensor CpuRecurrentGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, 
 }  // namespace
 
 bool ConfigureCpuThreads(int threads) {
-  const int pool_size =
-      threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int pool_size = threads > 0 ? threads : kernels::cpu::AvailableCpus();
   if (!kernels::cpu::ThreadPool::SetSharedSize(pool_size)) return false;
   at::set_num_threads(1);
   return true;

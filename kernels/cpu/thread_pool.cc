@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 
+#include "kernels/cpu/available_cpus.h"
+
 namespace specd::kernels::cpu {
 
 ThreadPool::ThreadPool(int threads) {
@@ -52,14 +54,14 @@ void ThreadPool::ParallelFor(int64_t count, int64_t align,
 
 namespace {
 
-std::atomic<int> shared_size{0};  // 0: one part per hardware thread; -1: started
+std::atomic<int> shared_size{0};  // 0: one part per available CPU; -1: started
 
 }  // namespace
 
 ThreadPool& ThreadPool::Shared() {
   static ThreadPool pool([] {
     const int asked = shared_size.exchange(-1);
-    return asked > 0 ? asked : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return asked > 0 ? asked : AvailableCpus();
   }());
   return pool;
 }

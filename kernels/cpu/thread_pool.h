@@ -30,8 +30,8 @@ class ThreadPool {
   void ParallelFor(int64_t count, int64_t align,
                    const std::function<void(int64_t begin, int64_t end)>& range);
 
-  // One pool per process, started on first use with a part per hardware thread, or as many as
-  // SetSharedSize asked for before that.
+  // One pool per process, started on first use with a part per available CPU (AvailableCpus),
+  // or as many as SetSharedSize asked for before that.
   static ThreadPool& Shared();
   // Returns false, changing nothing, once Shared() has started.
   static bool SetSharedSize(int threads);
