@@ -66,7 +66,7 @@ log="$(mktemp)"
 "$specd" serve --role all --model "$pipeline/qad/best" --drafter "$pipeline/drafter-gptq" \
   --host 127.0.0.1 --port 0 --metrics-port 0 2>"$log" &
 server=$!
-trap 'kill "$server" 2>/dev/null; rm -f "$log"' EXIT
+trap 'kill "$server" 2>/dev/null || true; rm -f "$log"' EXIT
 until grep -q "specd serve: all serving" "$log"; do
   kill -0 "$server" 2>/dev/null || { cat "$log"; exit 1; }
   sleep 0.2
