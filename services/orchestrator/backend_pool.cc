@@ -97,14 +97,15 @@ std::unique_ptr<BackendPool> BackendPool::Discovered(Discover discover, Connect 
 }
 
 absl::Status BackendPool::Join(BackendPair pair) {
+  // Both Info calls go over the network: before the lock that every request's Acquire takes.
   absl::StatusOr<v1::TargetVerifierServiceInfoResponse> info = pair.verifier->Info();
   if (!info.ok()) {
     return absl::UnavailableError(absl::StrCat("the target verifier on ", pair.host,
                                                " cannot be reached: ", info.status().message()));
   }
-  std::lock_guard lock(mutex_);
-  if (target_.has_value()) {
-    if (absl::Status same = SameTarget(*target_, *info); !same.ok()) return same;
+  if (std::optional<v1::TargetVerifierServiceInfoResponse> pool_target = target();
+      pool_target.has_value()) {
+    if (absl::Status same = SameTarget(*pool_target, *info); !same.ok()) return same;
   }
   auto member = std::make_shared<Member>(std::move(pair), *info, drafter_retry_);
   if (member->pair.drafter != nullptr) {
@@ -119,7 +120,8 @@ absl::Status BackendPool::Join(BackendPair pair) {
       member->drafter_next_try = absl::Now() + drafter_retry_;
     }
   }
-  if (!target_.has_value()) target_ = *info;
+  std::lock_guard lock(mutex_);
+  if (!target_.has_value()) target_ = *info;  // Joins happen one at a time (Refresh, Fixed)
   members_[member->pair.host] = std::move(member);
   return absl::OkStatus();
 }
