@@ -33,16 +33,13 @@
 namespace specd {
 namespace {
 
+using ::specd::testing::FixtureDir;
 using ::specd::testing::FreePort;
 using ::specd::testing::ProcessResult;
 using ::specd::testing::PrometheusServer;
 using ::specd::testing::RunProcess;
 using ::specd::testing::ServerProcess;
 using ::specd::testing::SourceDir;
-
-std::filesystem::path Fixture(const std::string& name) {
-  return ::specd::testing::SharedDir() / "fixtures" / name;
-}
 
 std::unique_ptr<ServerProcess> Serve(std::vector<std::string> args) {
   args.insert(args.begin(), {SPECD_BINARY, "serve", "--host", "127.0.0.1", "--metrics-port", "0"});
@@ -156,7 +153,7 @@ class RenderedPods {
     const std::filesystem::path path = root_ / "models" / dir;
     if (std::filesystem::exists(path)) return;
     std::filesystem::create_directories(path);
-    const std::filesystem::path fixture = Fixture(target ? "qwen35-tiny-a" : "dflash-tiny-a");
+    const std::filesystem::path fixture = FixtureDir(target ? "qwen35-tiny-a" : "dflash-tiny-a");
     for (const char* file : {"config.json", "model.safetensors"}) {
       std::filesystem::create_symlink(fixture / file, path / file);
     }
@@ -260,11 +257,11 @@ TEST(DeployQueriesTest, EveryPanelRuleAndAlertEvaluatesAgainstLiveServices) {
   const std::string verifier_port = std::to_string(FreePort());
   const std::string drafter_port = std::to_string(FreePort());
   std::unique_ptr<ServerProcess> verifier =
-      Serve({"--role", "verifier", "--model", Fixture("qwen35-tiny-a").string(), "--port",
+      Serve({"--role", "verifier", "--model", FixtureDir("qwen35-tiny-a").string(), "--port",
              verifier_port});
   std::unique_ptr<ServerProcess> drafter =
-      Serve({"--role", "drafter", "--drafter", Fixture("dflash-tiny-a").string(), "--target",
-             Fixture("qwen35-tiny-a").string(), "--port", drafter_port});
+      Serve({"--role", "drafter", "--drafter", FixtureDir("dflash-tiny-a").string(), "--target",
+             FixtureDir("qwen35-tiny-a").string(), "--port", drafter_port});
   ASSERT_TRUE(verifier && drafter);
   std::unique_ptr<ServerProcess> orchestrator =
       Serve({"--role", "orchestrator", "--port", "0", "--pairs", "dns:localhost", "--verifier-port",

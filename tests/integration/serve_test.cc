@@ -45,11 +45,8 @@ using ::testing::HasSubstr;
 
 constexpr int kNewTokens = 24;
 
-std::string Fixture(const std::string& name) {
-  return (::specd::testing::SharedDir() / "fixtures" / name).string();
-}
-std::string Target() { return Fixture("qwen35-tiny-a"); }
-std::string Drafter() { return Fixture("dflash-tiny-a"); }
+std::string Target() { return ::specd::testing::FixtureDir("qwen35-tiny-a").string(); }
+std::string Drafter() { return ::specd::testing::FixtureDir("dflash-tiny-a").string(); }
 
 std::string IdList(int length, int seed) {
   std::string list;

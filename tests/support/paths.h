@@ -20,6 +20,11 @@ inline std::filesystem::path SharedDir() {
   return PathFromEnv("SPECD_SHARED_DIR", SourceDir() / ".." / "shared");
 }
 
+// One reference checkpoint of ../shared/fixtures (e.g. "qwen35-tiny-a").
+inline std::filesystem::path FixtureDir(const std::string& name) {
+  return SharedDir() / "fixtures" / name;
+}
+
 // .cache/ in the checkout, filled by scripts/setup.sh (e.g. tokenizer/qwen3/tokenizer.json).
 inline std::filesystem::path CacheDir() {
   return PathFromEnv("SPECD_CACHE_DIR", SourceDir() / ".cache");

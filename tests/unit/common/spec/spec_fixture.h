@@ -22,9 +22,7 @@
 
 namespace specd::spec::testing {
 
-inline std::filesystem::path FixtureDir(const std::string& name) {
-  return specd::testing::SharedDir() / "fixtures" / name;
-}
+using specd::testing::FixtureDir;
 
 inline std::unique_ptr<model::Qwen35Model> LoadTarget(const std::string& name) {
   absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(FixtureDir(name));

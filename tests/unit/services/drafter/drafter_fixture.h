@@ -1,7 +1,8 @@
 #pragma once
-// What the drafter service's tests share: Draft requests, and in-process drafting to hold the
-// service to: a spec::DFlashBlockDrafter fed the way spec::SpeculativeDecoder feeds it, with the
-// tapped hidden states of the target forwards a verifier runs, replayed on a cache of their own.
+// What the drafter service's tests share: drafter handlers, Draft requests, and in-process
+// drafting to hold the service to: a spec::DFlashBlockDrafter fed the way
+// spec::SpeculativeDecoder feeds it, with the tapped hidden states of the target forwards a
+// verifier runs, replayed on a cache of their own.
 #include <ATen/ATen.h>
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include "common/model/qwen35_model.h"
 #include "common/spec/dflash_block_drafter.h"
 #include "gtest/gtest.h"
+#include "services/drafter/drafter_handler.h"
 #include "specd/v1/drafter.pb.h"
 #include "tests/unit/common/spec/spec_fixture.h"
 
@@ -28,6 +30,18 @@ inline v1::DraftRequest DraftRequestFor(const std::string& session_id,
   *request.mutable_context() = context;
   request.set_anchor_token_id(static_cast<uint32_t>(anchor));
   return request;
+}
+
+// A handler serving the dflash-tiny-a drafter for `target`; null, failing the test, if refused.
+inline std::unique_ptr<DrafterHandler> MakeDrafter(const model::Qwen35Model& target,
+                                                   const DrafterOptions& options) {
+  absl::StatusOr<model::DFlashDrafter> drafter = spec::testing::FixtureDrafter();
+  EXPECT_TRUE(drafter.ok()) << drafter.status();
+  if (!drafter.ok()) return nullptr;
+  absl::StatusOr<std::unique_ptr<DrafterHandler>> handler =
+      DrafterHandler::Create(*std::move(drafter), target.token_head(), target.config(), options);
+  EXPECT_TRUE(handler.ok()) << handler.status();
+  return handler.ok() ? *std::move(handler) : nullptr;
 }
 
 // The dflash-tiny-a drafter in process, for `target`.

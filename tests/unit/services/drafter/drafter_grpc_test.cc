@@ -31,19 +31,15 @@ TEST(DrafterGrpc, AClientOverLoopbackGetsTheHandlersProposalsAndErrorCodes) {
   verifier::VerifierOptions verifier_options;
   verifier_options.tapped_layer_ids = {0, 2};
   verifier_options.max_block_size = 8;
-  absl::StatusOr<std::unique_ptr<verifier::VerifierHandler>> verifier =
-      verifier::VerifierHandler::Create(*target, verifier_options);
-  ASSERT_TRUE(verifier.ok()) << verifier.status();
-  absl::StatusOr<model::DFlashDrafter> dflash = spec::testing::FixtureDrafter();
-  ASSERT_TRUE(dflash.ok()) << dflash.status();
+  std::unique_ptr<verifier::VerifierHandler> verifier =
+      verifier::testing::MakeVerifier(*target, verifier_options);
   DrafterOptions options;
   options.model_name = "dflash-tiny-a";
   options.quantization = "dense";
-  absl::StatusOr<std::unique_ptr<DrafterHandler>> handler =
-      DrafterHandler::Create(*std::move(dflash), target->token_head(), target->config(), options);
-  ASSERT_TRUE(handler.ok()) << handler.status();
+  std::unique_ptr<DrafterHandler> handler = testing::MakeDrafter(*target, options);
+  ASSERT_TRUE(verifier != nullptr && handler != nullptr);
 
-  DrafterGrpcService service(**handler);
+  DrafterGrpcService service(*handler);
   metrics::Registry registry;
   absl::StatusOr<rpc::GrpcServer> server =
       rpc::StartGrpcServer("127.0.0.1:0", {&service}, {}, registry);
@@ -53,19 +49,18 @@ TEST(DrafterGrpc, AClientOverLoopbackGetsTheHandlersProposalsAndErrorCodes) {
 
   absl::StatusOr<v1::DrafterServiceInfoResponse> info = client.Info();
   ASSERT_TRUE(info.ok()) << info.status();
-  EXPECT_TRUE(MessageDifferencer::Equals(*info, *(*handler)->Info()));
+  EXPECT_TRUE(MessageDifferencer::Equals(*info, *handler->Info()));
 
   // One verifier session; the drafter drafts for it over the wire and in process.
   const std::vector<int64_t> prompt =
       spec::testing::RandomPrompt(6, 18, target->config().vocab_size);
-  absl::StatusOr<v1::PrefillResponse> prefill =
-      (*verifier)->Prefill(PrefillRequestFor("v", prompt));
+  absl::StatusOr<v1::PrefillResponse> prefill = verifier->Prefill(PrefillRequestFor("v", prompt));
   ASSERT_TRUE(prefill.ok()) << prefill.status();
   v1::DraftRequest request = DraftRequestFor("wire", prefill->context(), prefill->next_token_id());
   request.set_return_confidence(true);
   absl::StatusOr<v1::DraftResponse> wire = client.Draft(request);
   request.set_session_id("local");
-  absl::StatusOr<v1::DraftResponse> local = (*handler)->Draft(request);
+  absl::StatusOr<v1::DraftResponse> local = handler->Draft(request);
   ASSERT_TRUE(wire.ok()) << wire.status();
   ASSERT_TRUE(local.ok()) << local.status();
   EXPECT_EQ(Ids(wire->draft_token_ids()), Ids(local->draft_token_ids()));
@@ -75,7 +70,7 @@ TEST(DrafterGrpc, AClientOverLoopbackGetsTheHandlersProposalsAndErrorCodes) {
 
   // After a Verify, the Prefill's handle is older than the one the wire session has seen.
   absl::StatusOr<v1::VerifyResponse> verify =
-      (*verifier)->Verify(VerifyRequestFor("v", 1, Ids(wire->draft_token_ids())));
+      verifier->Verify(VerifyRequestFor("v", 1, Ids(wire->draft_token_ids())));
   ASSERT_TRUE(verify.ok()) << verify.status();
   ASSERT_TRUE(
       client.Draft(DraftRequestFor("wire", verify->context(), verify->next_token_id())).ok());

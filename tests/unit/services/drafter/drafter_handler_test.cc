@@ -57,13 +57,7 @@ class DrafterHandlerTest : public ::testing::Test {
   }
 
   static std::unique_ptr<DrafterHandler> Drafter(const DrafterOptions& options = Options()) {
-    absl::StatusOr<model::DFlashDrafter> drafter = spec::testing::FixtureDrafter();
-    EXPECT_TRUE(drafter.ok()) << drafter.status();
-    if (!drafter.ok()) return nullptr;
-    absl::StatusOr<std::unique_ptr<DrafterHandler>> handler = DrafterHandler::Create(
-        *std::move(drafter), Target().token_head(), Target().config(), options);
-    EXPECT_TRUE(handler.ok()) << handler.status();
-    return handler.ok() ? *std::move(handler) : nullptr;
+    return testing::MakeDrafter(Target(), options);
   }
 
   // A verifier whose sessions tap the drafter's layers by default.
@@ -74,10 +68,7 @@ class DrafterHandlerTest : public ::testing::Test {
     options.tapped_layer_ids = kTaps;
     options.max_session_length = kMaxLength;
     options.max_block_size = kTrainedBlock;
-    absl::StatusOr<std::unique_ptr<verifier::VerifierHandler>> handler =
-        verifier::VerifierHandler::Create(Target(), options);
-    EXPECT_TRUE(handler.ok()) << handler.status();
-    return handler.ok() ? *std::move(handler) : nullptr;
+    return verifier::testing::MakeVerifier(Target(), options);
   }
 
   static std::vector<int64_t> Prompt(int64_t length, uint64_t seed = 4) {

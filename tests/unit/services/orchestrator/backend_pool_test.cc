@@ -33,8 +33,8 @@ class BackendPoolTest : public ::testing::Test {
         [this](const std::string& host) {
           if (!pairs_.contains(host)) {
             pairs_[host] = {.host = host,
-                            .verifier = testing::MakeVerifier(*target_),
-                            .drafter = testing::MakeDrafter(*target_)};
+                            .verifier = testing::PairVerifier(*target_),
+                            .drafter = testing::PairDrafter(*target_)};
           }
           return pairs_[host];
         },
@@ -95,7 +95,7 @@ TEST_F(BackendPoolTest, HostsJoinWhenListedAndLeaveWhenNotWhileTheirRequestsFini
 
 TEST_F(BackendPoolTest, AHostWhoseVerifierDoesNotAnswerJoinsOnceItDoes) {
   metrics::Registry registry;
-  std::shared_ptr<verifier::VerifierHandler> handler = testing::MakeVerifier(*target_);
+  std::shared_ptr<verifier::VerifierHandler> handler = testing::PairVerifier(*target_);
   verifier::VerifierGrpcService service(*handler);
   // A port that nothing listens on yet: bind, note it, and serve there only later.
   absl::StatusOr<rpc::GrpcServer> probe = rpc::StartGrpcServer("127.0.0.1:0", {}, {}, registry);
@@ -130,7 +130,7 @@ TEST_F(BackendPoolTest, AHostWhoseVerifierDoesNotAnswerJoinsOnceItDoes) {
 TEST_F(BackendPoolTest, AVerifierServingAnotherTargetIsNotUsed) {
   listed_ = {"a", "other"};
   pairs_["other"] = {.host = "other",
-                     .verifier = testing::MakeVerifier(*target_, /*max_session_length=*/128),
+                     .verifier = testing::PairVerifier(*target_, /*max_session_length=*/128),
                      .drafter = nullptr};
   std::unique_ptr<BackendPool> pool = Discovered();
   ASSERT_TRUE(pool->Refresh().ok());

@@ -40,8 +40,8 @@ class GenerationHandlerTest : public ::testing::Test {
 
   void SetUp() override {
     ASSERT_NE(target_, nullptr);
-    verifier_ = testing::MakeVerifier(*target_);
-    drafter_ = testing::MakeDrafter(*target_);
+    verifier_ = testing::PairVerifier(*target_);
+    drafter_ = testing::PairDrafter(*target_);
     ASSERT_TRUE(verifier_ != nullptr && drafter_ != nullptr);
   }
 

@@ -1,12 +1,14 @@
 #pragma once
-// What the verifier's and the drafter's service tests share: requests to a target verifier, the
-// context rows a handle names (mapped the way a drafter maps them), the target's own tapped hidden
-// states to compare them with, and the /dev/shm entries this process owns.
+// What the verifier's, the drafter's and the orchestrator's tests share: verifier handlers,
+// requests to a target verifier, the context rows a handle names (mapped the way a drafter maps
+// them), the target's own tapped hidden states to compare them with, and the /dev/shm entries
+// this process owns.
 #include <ATen/ATen.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -15,9 +17,19 @@
 #include "common/model/qwen35_model.h"
 #include "common/rpc/context_buffer.h"
 #include "gtest/gtest.h"
+#include "services/verifier/verifier_handler.h"
 #include "specd/v1/verifier.pb.h"
 
 namespace specd::verifier::testing {
+
+// A verifier handler over `target` (which must outlive it); null, failing the test, if refused.
+inline std::unique_ptr<VerifierHandler> MakeVerifier(const model::Qwen35Model& target,
+                                                     const VerifierOptions& options) {
+  absl::StatusOr<std::unique_ptr<VerifierHandler>> handler =
+      VerifierHandler::Create(target, options);
+  EXPECT_TRUE(handler.ok()) << handler.status();
+  return handler.ok() ? *std::move(handler) : nullptr;
+}
 
 // Greedy decoding that runs through end-of-sequence ids, like spec::testing::Request.
 inline v1::SamplingParams Greedy() {

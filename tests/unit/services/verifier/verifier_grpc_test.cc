@@ -33,11 +33,10 @@ TEST(VerifierGrpc, AClientOverLoopbackGetsTheHandlersResultsAndErrorCodes) {
   options.quantization = "dense";
   options.tapped_layer_ids = {0, 2};
   options.max_block_size = 8;
-  absl::StatusOr<std::unique_ptr<VerifierHandler>> handler =
-      VerifierHandler::Create(*target, options);
-  ASSERT_TRUE(handler.ok()) << handler.status();
+  std::unique_ptr<VerifierHandler> handler = testing::MakeVerifier(*target, options);
+  ASSERT_NE(handler, nullptr);
 
-  VerifierGrpcService service(**handler);
+  VerifierGrpcService service(*handler);
   metrics::Registry registry;
   absl::StatusOr<rpc::GrpcServer> server =
       rpc::StartGrpcServer("127.0.0.1:0", {&service}, {}, registry);
@@ -47,7 +46,7 @@ TEST(VerifierGrpc, AClientOverLoopbackGetsTheHandlersResultsAndErrorCodes) {
 
   absl::StatusOr<v1::TargetVerifierServiceInfoResponse> info = client.Info();
   ASSERT_TRUE(info.ok()) << info.status();
-  EXPECT_TRUE(MessageDifferencer::Equals(*info, *(*handler)->Info()));
+  EXPECT_TRUE(MessageDifferencer::Equals(*info, *handler->Info()));
 
   // The same request over the wire and in process, on two sessions of the same handler.
   const int64_t vocab = target->config().vocab_size;
@@ -55,8 +54,7 @@ TEST(VerifierGrpc, AClientOverLoopbackGetsTheHandlersResultsAndErrorCodes) {
   const std::vector<int64_t> expected =
       spec::testing::TargetOnly(*target, spec::testing::Request(prompt, 12)).ids;
   absl::StatusOr<v1::PrefillResponse> wire = client.Prefill(PrefillRequestFor("wire", prompt));
-  absl::StatusOr<v1::PrefillResponse> local =
-      (*handler)->Prefill(PrefillRequestFor("local", prompt));
+  absl::StatusOr<v1::PrefillResponse> local = handler->Prefill(PrefillRequestFor("local", prompt));
   ASSERT_TRUE(wire.ok()) << wire.status();
   ASSERT_TRUE(local.ok()) << local.status();
   EXPECT_EQ(wire->next_token_id(), local->next_token_id());
@@ -68,7 +66,7 @@ TEST(VerifierGrpc, AClientOverLoopbackGetsTheHandlersResultsAndErrorCodes) {
   absl::StatusOr<v1::VerifyResponse> wire_step =
       client.Verify(VerifyRequestFor("wire", wire->generation(), drafts));
   absl::StatusOr<v1::VerifyResponse> local_step =
-      (*handler)->Verify(VerifyRequestFor("local", local->generation(), drafts));
+      handler->Verify(VerifyRequestFor("local", local->generation(), drafts));
   ASSERT_TRUE(wire_step.ok()) << wire_step.status();
   ASSERT_TRUE(local_step.ok()) << local_step.status();
   EXPECT_EQ(Ids(wire_step->accepted_token_ids()), Ids(local_step->accepted_token_ids()));

@@ -63,10 +63,7 @@ class VerifierHandlerTest : public ::testing::Test {
   }
 
   static std::unique_ptr<VerifierHandler> Handler(const VerifierOptions& options = Options()) {
-    absl::StatusOr<std::unique_ptr<VerifierHandler>> handler =
-        VerifierHandler::Create(Target(), options);
-    EXPECT_TRUE(handler.ok()) << handler.status();
-    return handler.ok() ? *std::move(handler) : nullptr;
+    return testing::MakeVerifier(Target(), options);
   }
 
   static std::vector<int64_t> Prompt(int64_t length, uint64_t seed = 3) {
