@@ -31,8 +31,9 @@ if [ ! -x "$binary" ]; then
   GOCACHE=$(go env GOCACHE 2>/dev/null || true)
   case $GOCACHE in "" | off) GOCACHE=$build/go-cache ;; esac
   GO111MODULE=off GOPATH=$gopath GOFLAGS='' GOCACHE=$GOCACHE \
-    go build -o "$binary.tmp" ./tests/deploy/helm_render
-  mv "$binary.tmp" "$binary"
+    go build -o "$binary.$$" ./tests/deploy/helm_render
+  # Renders may run side by side (ctest -j): each builds its own file, and the rename is atomic.
+  mv "$binary.$$" "$binary"
 fi
 # helm_render spells helm's flags with one dash.
 for arg; do
