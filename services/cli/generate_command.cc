@@ -12,9 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/model/qwen35_model.h"
-#include "common/spec/drafter_factory.h"
-#include "common/spec/speculative_decoder.h"
-#include "common/spec/target_decoder.h"
+#include "common/engine/drafter_factory.h"
+#include "common/engine/speculative_decoder.h"
+#include "common/engine/target_decoder.h"
 #include "common/text/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "services/cli/commands.h"
@@ -86,11 +86,11 @@ absl::StatusOr<std::vector<int64_t>> PromptIds(const GenerateFlags& flags,
   return ids;
 }
 
-void PrintJson(const spec::GenerationResult& result, bool has_text) {
-  const spec::GenerationTimings& t = result.timings;
+void PrintJson(const engine::GenerationResult& result, bool has_text) {
+  const engine::GenerationTimings& t = result.timings;
   nlohmann::json out = {{"ids", result.ids},
                         {"text", has_text ? nlohmann::json(result.text) : nlohmann::json(nullptr)},
-                        {"stop_reason", spec::StopReasonName(result.stop_reason)},
+                        {"stop_reason", engine::StopReasonName(result.stop_reason)},
                         {"timings",
                          {{"prefill_ms", t.prefill_ms},
                           {"decode_ms_per_token", t.decode_ms_per_token},
@@ -118,7 +118,7 @@ absl::Status Generate(const GenerateFlags& flags) {
   absl::StatusOr<std::vector<int64_t>> prompt = PromptIds(flags, tokenizer.get(), vocab);
   if (!prompt.ok()) return prompt.status();
 
-  spec::GenerationRequest request{.prompt = *std::move(prompt),
+  engine::GenerationRequest request{.prompt = *std::move(prompt),
                                   .sampling = {.temperature = flags.temperature,
                                                .top_k = flags.top_k,
                                                .top_p = flags.top_p,
@@ -129,19 +129,19 @@ absl::Status Generate(const GenerateFlags& flags) {
                                            .ignore_eos = flags.ignore_eos}};
   const bool text_output = flags.format == "text";
   const text::Tokenizer* output_tokenizer = detokenize ? tokenizer.get() : nullptr;
-  const spec::ChunkCallback stream = [&](const spec::GenerationChunk& chunk) {
+  const engine::ChunkCallback stream = [&](const engine::GenerationChunk& chunk) {
     if (text_output && detokenize) std::cout << chunk.text << std::flush;
   };
-  absl::StatusOr<spec::GenerationResult> result;
+  absl::StatusOr<engine::GenerationResult> result;
   if (flags.drafter.empty()) {
-    result = spec::TargetDecoder(*target, output_tokenizer).Generate(request, stream);
+    result = engine::TargetDecoder(*target, output_tokenizer).Generate(request, stream);
   } else {
-    absl::StatusOr<std::unique_ptr<spec::BlockDrafter>> drafter = spec::OpenBlockDrafter(
+    absl::StatusOr<std::unique_ptr<engine::BlockDrafter>> drafter = engine::OpenBlockDrafter(
         flags.drafter, *target,
         {.block_size = flags.block_size, .window = flags.draft_window, .min_confidence = 0});
     if (!drafter.ok()) return drafter.status();
     result =
-        spec::SpeculativeDecoder(*target, **drafter, output_tokenizer).Generate(request, stream);
+        engine::SpeculativeDecoder(*target, **drafter, output_tokenizer).Generate(request, stream);
   }
   if (!result.ok()) return result.status();
 
@@ -150,8 +150,8 @@ absl::Status Generate(const GenerateFlags& flags) {
     return absl::OkStatus();
   }
   std::cout << (detokenize ? "" : absl::StrJoin(result->ids, " ")) << "\n";
-  const spec::GenerationTimings& t = result->timings;
-  std::cerr << result->ids.size() << " tokens (" << spec::StopReasonName(result->stop_reason)
+  const engine::GenerationTimings& t = result->timings;
+  std::cerr << result->ids.size() << " tokens (" << engine::StopReasonName(result->stop_reason)
             << "): prefill " << t.prefill_ms << " ms, decode " << t.decode_ms_per_token
             << " ms/token, " << t.tokens_per_s << " tokens/s";
   if (result->acceptance.has_value()) std::cerr << ", tau " << result->acceptance->tau();

@@ -74,8 +74,8 @@ struct ServeFlags {
   // trainer
   std::string work_root = "runs/trainer";
   int max_running_jobs = 1;
-  int64_t regime_medium_from = spec::RegimeThresholds().medium_from;
-  int64_t regime_long_from = spec::RegimeThresholds().long_from;
+  int64_t regime_medium_from = engine::RegimeThresholds().medium_from;
+  int64_t regime_long_from = engine::RegimeThresholds().long_from;
 };
 
 // A byte per SIGTERM/SIGINT; the main thread waits on the other end. (A handler rather than

@@ -13,10 +13,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/model/qwen35_model.h"
-#include "common/spec/drafter_factory.h"
-#include "common/spec/regime.h"
-#include "common/spec/speculative_decoder.h"
-#include "common/spec/target_decoder.h"
+#include "common/engine/drafter_factory.h"
+#include "common/engine/regime.h"
+#include "common/engine/speculative_decoder.h"
+#include "common/engine/target_decoder.h"
 #include "services/cli/commands.h"
 
 namespace specd::cli {
@@ -35,11 +35,11 @@ struct SpecBenchFlags {
   int64_t repeats = 3;
 };
 
-spec::GenerationRequest GreedyRequest(int64_t prompt_length, int64_t new_tokens, int64_t vocab,
+engine::GenerationRequest GreedyRequest(int64_t prompt_length, int64_t new_tokens, int64_t vocab,
                                       uint64_t seed) {
   std::mt19937_64 random(seed);
   std::uniform_int_distribution<int64_t> token(0, vocab - 1);
-  spec::GenerationRequest request{.prompt = std::vector<int64_t>(prompt_length),
+  engine::GenerationRequest request{.prompt = std::vector<int64_t>(prompt_length),
                                   .sampling = {},
                                   .stop = {.max_new_tokens = new_tokens,
                                            .eos_ids = {},
@@ -51,10 +51,10 @@ spec::GenerationRequest GreedyRequest(int64_t prompt_length, int64_t new_tokens,
 }
 
 // The workloads to run: the nominal ones scaled, or as overridden.
-std::vector<spec::RegimeWorkload> Workloads(const SpecBenchFlags& flags) {
-  std::vector<spec::RegimeWorkload> workloads = spec::NominalWorkloads();
+std::vector<engine::RegimeWorkload> Workloads(const SpecBenchFlags& flags) {
+  std::vector<engine::RegimeWorkload> workloads = engine::NominalWorkloads();
   for (size_t i = 0; i < workloads.size(); ++i) {
-    spec::RegimeWorkload& w = workloads[i];
+    engine::RegimeWorkload& w = workloads[i];
     const auto scaled = [&](int64_t n) {
       return std::max<int64_t>(1, std::llround(static_cast<double>(n) * flags.scale));
     };
@@ -67,12 +67,12 @@ std::vector<spec::RegimeWorkload> Workloads(const SpecBenchFlags& flags) {
 
 // The run with the fastest decode of `repeats` (on a shared machine the others met contention).
 template <typename Decoder>
-absl::StatusOr<spec::GenerationResult> Fastest(Decoder& decoder,
-                                               const spec::GenerationRequest& request,
+absl::StatusOr<engine::GenerationResult> Fastest(Decoder& decoder,
+                                               const engine::GenerationRequest& request,
                                                int64_t repeats) {
-  absl::StatusOr<spec::GenerationResult> best = decoder.Generate(request);
+  absl::StatusOr<engine::GenerationResult> best = decoder.Generate(request);
   for (int64_t i = 1; i < repeats && best.ok(); ++i) {
-    absl::StatusOr<spec::GenerationResult> run = decoder.Generate(request);
+    absl::StatusOr<engine::GenerationResult> run = decoder.Generate(request);
     if (!run.ok() || run->timings.decode_ms_per_token < best->timings.decode_ms_per_token) {
       best = std::move(run);
     }
@@ -80,15 +80,15 @@ absl::StatusOr<spec::GenerationResult> Fastest(Decoder& decoder,
   return best;
 }
 
-double DecodeTokensPerSecond(const spec::GenerationResult& result) {
+double DecodeTokensPerSecond(const engine::GenerationResult& result) {
   const double ms = result.timings.decode_ms_per_token;
   return ms > 0 ? 1000 / ms : 0;
 }
 
 // One speculative column: decode speed, τ, speedup and per-step costs in target decode steps.
-void PrintSpeculative(const char* label, const spec::GenerationResult& spec,
-                      const spec::GenerationResult& target) {
-  const spec::AcceptanceStats& stats = *spec.acceptance;
+void PrintSpeculative(const char* label, const engine::GenerationResult& spec,
+                      const engine::GenerationResult& target) {
+  const engine::AcceptanceStats& stats = *spec.acceptance;
   const double steps = std::max<double>(1, static_cast<double>(stats.steps()));
   const double decode_ms = target.timings.decode_ms_per_token;
   std::printf(
@@ -104,46 +104,46 @@ absl::Status BenchSpec(const SpecBenchFlags& flags) {
   absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(flags.model);
   if (!target.ok()) return target.status();
   const int64_t vocab = target->config().vocab_size;
-  spec::DFlashBlockOptions options{
+  engine::DFlashBlockOptions options{
       .block_size = flags.block_size, .window = flags.draft_window, .min_confidence = 0};
-  absl::StatusOr<std::unique_ptr<spec::BlockDrafter>> fixed =
-      spec::OpenBlockDrafter(flags.drafter, *target, options);
+  absl::StatusOr<std::unique_ptr<engine::BlockDrafter>> fixed =
+      engine::OpenBlockDrafter(flags.drafter, *target, options);
   if (!fixed.ok()) return fixed.status();
-  std::unique_ptr<spec::BlockDrafter> adaptive;
+  std::unique_ptr<engine::BlockDrafter> adaptive;
   if (flags.min_confidence > 0) {
     options.min_confidence = flags.min_confidence;
-    absl::StatusOr<std::unique_ptr<spec::BlockDrafter>> opened =
-        spec::OpenBlockDrafter(flags.drafter, *target, options);
+    absl::StatusOr<std::unique_ptr<engine::BlockDrafter>> opened =
+        engine::OpenBlockDrafter(flags.drafter, *target, options);
     if (!opened.ok()) return opened.status();
     adaptive = *std::move(opened);
   }
-  spec::TargetDecoder baseline(*target, nullptr);
-  spec::SpeculativeDecoder speculative(*target, **fixed, nullptr);
+  engine::TargetDecoder baseline(*target, nullptr);
+  engine::SpeculativeDecoder speculative(*target, **fixed, nullptr);
 
   std::printf("model    %s\ndrafter  %s, block %lld, window %lld\n", flags.model.c_str(),
               flags.drafter.c_str(), static_cast<long long>((*fixed)->block_size()),
               static_cast<long long>(flags.draft_window));
   // Pages the mapped weights in before anything is timed.
-  const spec::GenerationRequest warm_up = GreedyRequest(8, 4, vocab, flags.seed);
-  if (absl::StatusOr<spec::GenerationResult> warm = speculative.Generate(warm_up); !warm.ok()) {
+  const engine::GenerationRequest warm_up = GreedyRequest(8, 4, vocab, flags.seed);
+  if (absl::StatusOr<engine::GenerationResult> warm = speculative.Generate(warm_up); !warm.ok()) {
     return warm.status();
   }
-  for (const spec::RegimeWorkload& workload : Workloads(flags)) {
-    const spec::GenerationRequest request =
+  for (const engine::RegimeWorkload& workload : Workloads(flags)) {
+    const engine::GenerationRequest request =
         GreedyRequest(workload.prompt_tokens, workload.new_tokens, vocab, flags.seed);
-    absl::StatusOr<spec::GenerationResult> alone = Fastest(baseline, request, flags.repeats);
+    absl::StatusOr<engine::GenerationResult> alone = Fastest(baseline, request, flags.repeats);
     if (!alone.ok()) return alone.status();
-    absl::StatusOr<spec::GenerationResult> spec = Fastest(speculative, request, flags.repeats);
+    absl::StatusOr<engine::GenerationResult> spec = Fastest(speculative, request, flags.repeats);
     if (!spec.ok()) return spec.status();
     std::printf("%-6s %lld → %lld tokens\n  %-9s %9.1f tok/s  (%.2f ms/token, prefill %.1f ms)\n",
-                spec::RegimeName(workload.regime), static_cast<long long>(workload.prompt_tokens),
+                engine::RegimeName(workload.regime), static_cast<long long>(workload.prompt_tokens),
                 static_cast<long long>(workload.new_tokens), "target",
                 DecodeTokensPerSecond(*alone), alone->timings.decode_ms_per_token,
                 alone->timings.prefill_ms);
     PrintSpeculative("fixed", *spec, *alone);
     if (adaptive != nullptr) {
-      spec::SpeculativeDecoder adaptive_decoder(*target, *adaptive, nullptr);
-      absl::StatusOr<spec::GenerationResult> cut =
+      engine::SpeculativeDecoder adaptive_decoder(*target, *adaptive, nullptr);
+      absl::StatusOr<engine::GenerationResult> cut =
           Fastest(adaptive_decoder, request, flags.repeats);
       if (!cut.ok()) return cut.status();
       PrintSpeculative("adaptive", *cut, *alone);

@@ -12,8 +12,8 @@
 #include "common/rpc/context_buffer.h"
 #include "common/rpc/proto_duration.h"
 #include "common/rpc/random_id.h"
-#include "common/spec/dflash_block_drafter.h"
-#include "common/spec/elapsed.h"
+#include "common/engine/dflash_block_drafter.h"
+#include "common/engine/elapsed.h"
 
 namespace specd::drafter {
 
@@ -38,7 +38,7 @@ std::string BufferKey(const v1::TensorHandle& handle) {
 absl::StatusOr<std::unique_ptr<DrafterHandler>> DrafterHandler::Create(
     model::DFlashDrafter drafter, model::TokenHead head, io::Qwen35TextConfig target_config,
     DrafterOptions options) {
-  absl::StatusOr<int64_t> checked = spec::CheckDFlashBlockOptions(
+  absl::StatusOr<int64_t> checked = engine::CheckDFlashBlockOptions(
       drafter, target_config,
       {.block_size = 0, .window = options.default_window, .min_confidence = 0});
   if (!checked.ok()) return checked.status();
@@ -104,7 +104,7 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::Draft(const v1::DraftRequest& 
 absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
                                                            const v1::DraftRequest& request,
                                                            int64_t block_size, int64_t window) {
-  const spec::Clock::time_point start = spec::Clock::now();
+  const engine::Clock::time_point start = engine::Clock::now();
   if (absl::Status accepted = session.context.Accept(request.context()); !accepted.ok()) {
     return accepted;
   }
@@ -138,7 +138,7 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
         return appended;
       }
     }
-    absl::StatusOr<spec::DraftProposal> proposal = spec::ProposeBlock(
+    absl::StatusOr<engine::DraftProposal> proposal = engine::ProposeBlock(
         drafter_, head_, cache, request.anchor_token_id(), block_size, block_size - 1,
         {.block_size = block_size, .window = window, .min_confidence = request.min_confidence()},
         request.return_confidence());
@@ -149,7 +149,7 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
   } catch (const c10::Error& error) {
     return absl::InternalError(absl::StrCat("draft failed: ", error.what_without_backtrace()));
   }
-  *response.mutable_compute_time() = rpc::ToProtoDuration(spec::Clock::now() - start);
+  *response.mutable_compute_time() = rpc::ToProtoDuration(engine::Clock::now() - start);
   return response;
 }
 

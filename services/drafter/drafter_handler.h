@@ -2,7 +2,7 @@
 // The DFlash drafter service (protos/specd/v1/drafter.proto): the drafter, the target's embedding
 // and head, and one session per request — a mapping of the verifier's context buffer and the
 // drafter's context K/V cache. Each Draft projects the context rows it has not seen yet and
-// proposes one block in one non-causal forward (spec::ProposeBlock).
+// proposes one block in one non-causal forward (engine::ProposeBlock).
 #include <cstdint>
 #include <memory>
 #include <mutex>

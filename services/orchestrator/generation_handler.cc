@@ -11,16 +11,16 @@
 #include "absl/strings/str_cat.h"
 #include "common/rpc/proto_duration.h"
 #include "common/rpc/random_id.h"
-#include "common/spec/elapsed.h"
-#include "common/spec/generation_output.h"
-#include "common/spec/stop_criteria.h"
+#include "common/engine/elapsed.h"
+#include "common/engine/generation_output.h"
+#include "common/engine/stop_criteria.h"
 #include "services/orchestrator/prompt.h"
 #include "services/verifier/sampling_params.h"
 
 namespace specd::orchestrator {
 namespace {
 
-using spec::Clock;
+using engine::Clock;
 
 constexpr size_t kMaxRequestIdBytes = 128;
 
@@ -28,20 +28,20 @@ double SecondsBetween(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
 
-v1::InputLengthRegime RegimeProto(spec::Regime regime) {
+v1::InputLengthRegime RegimeProto(engine::Regime regime) {
   switch (regime) {
-    case spec::Regime::kShort:
+    case engine::Regime::kShort:
       return v1::INPUT_LENGTH_REGIME_SHORT;
-    case spec::Regime::kMedium:
+    case engine::Regime::kMedium:
       return v1::INPUT_LENGTH_REGIME_MEDIUM;
-    case spec::Regime::kLong:
+    case engine::Regime::kLong:
       return v1::INPUT_LENGTH_REGIME_LONG;
   }
   return v1::INPUT_LENGTH_REGIME_UNSPECIFIED;
 }
 
-v1::FinishReason FinishReasonOf(spec::StopReason reason) {
-  return reason == spec::StopReason::kMaxTokens ? v1::FINISH_REASON_LENGTH : v1::FINISH_REASON_STOP;
+v1::FinishReason FinishReasonOf(engine::StopReason reason) {
+  return reason == engine::StopReason::kMaxTokens ? v1::FINISH_REASON_LENGTH : v1::FINISH_REASON_STOP;
 }
 
 const char* FinishReasonLabel(v1::FinishReason reason) {
@@ -62,9 +62,9 @@ const char* FinishReasonLabel(v1::FinishReason reason) {
 // A request checked and resolved against the server's defaults.
 struct GenerationHandler::Prepared {
   std::vector<int64_t> prompt;
-  spec::Regime regime = spec::Regime::kShort;
+  engine::Regime regime = engine::Regime::kShort;
   v1::SamplingParams sampling;  // every distribution field and the seed resolved
-  spec::StopConfig stop;
+  engine::StopConfig stop;
   int64_t block_size = 1;  // 1: target-only
   int64_t window = 0;
   float min_confidence = 0;
@@ -107,7 +107,7 @@ absl::StatusOr<GenerationHandler::Prepared> GenerationHandler::Prepare(
   if (!prompt.ok()) return prompt.status();
   prepared.prompt = *std::move(prompt);
   const auto prompt_length = static_cast<int64_t>(prepared.prompt.size());
-  prepared.regime = spec::ClassifyRegime(prompt_length, options_.regimes);
+  prepared.regime = engine::ClassifyRegime(prompt_length, options_.regimes);
 
   const v1::SamplingParams& sampling = request.sampling();
   if (absl::Status valid =
@@ -143,7 +143,7 @@ absl::StatusOr<GenerationHandler::Prepared> GenerationHandler::Prepare(
   }
   prepared.sampling = sampling;
   if (!sampling.has_seed()) prepared.sampling.set_seed(std::random_device()());
-  prepared.stop = spec::StopConfig{
+  prepared.stop = engine::StopConfig{
       .max_new_tokens = max_new,
       .eos_ids = std::vector<int64_t>(verifier_info_.eos_token_ids().begin(),
                                       verifier_info_.eos_token_ids().end()),
@@ -291,7 +291,7 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
   absl::StatusOr<v1::PrefillResponse> prefilled = pair.verifier().Prefill(prefill);
   if (!prefilled.ok()) return prefilled.status();
 
-  spec::GenerationOutput output(tokenizer_, prepared.stop);
+  engine::GenerationOutput output(tokenizer_, prepared.stop);
   v1::AcceptanceStats acceptance;
   std::vector<uint32_t> new_acceptance_lengths;
   std::vector<v1::TokenLogprob> new_logprobs;  // one per token pushed since the last message
@@ -305,7 +305,7 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
   auto send = [&](v1::FinishReason finish) {
     v1::GenerateStreamResponse message;
     message.set_request_id(request.request_id());
-    output.EmitChunk([&message](const spec::GenerationChunk& chunk) {
+    output.EmitChunk([&message](const engine::GenerationChunk& chunk) {
       message.mutable_token_ids()->Assign(chunk.ids.begin(), chunk.ids.end());
       message.set_text(chunk.text);
     });
@@ -329,10 +329,10 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
     first_message = false;
     if (finish != v1::FINISH_REASON_UNSPECIFIED) {
       message.set_finish_reason(finish);
-      if (output.stop_reason() == spec::StopReason::kEos ||
-          output.stop_reason() == spec::StopReason::kStopToken) {
+      if (output.stop_reason() == engine::StopReason::kEos ||
+          output.stop_reason() == engine::StopReason::kStopToken) {
         message.mutable_stop_match()->set_token_id(static_cast<uint32_t>(output.ids().back()));
-      } else if (output.stop_reason() == spec::StopReason::kStopString) {
+      } else if (output.stop_reason() == engine::StopReason::kStopString) {
         message.mutable_stop_match()->set_stop_string(*output.matched_stop_string());
       }
       v1::RequestTiming& timing = *message.mutable_timing();

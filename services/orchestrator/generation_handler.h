@@ -17,8 +17,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/metrics/registry.h"
-#include "common/spec/elapsed.h"
-#include "common/spec/regime.h"
+#include "common/engine/elapsed.h"
+#include "common/engine/regime.h"
 #include "common/text/chat_template.h"
 #include "common/text/tokenizer.h"
 #include "services/orchestrator/admission_queue.h"
@@ -32,7 +32,7 @@ struct OrchestratorOptions {
   std::string model_name = "specd";  // the `model` metric label and GetModelInfo's model_name
   std::string target_model;          // where the checkpoints came from, for GetModelInfo
   std::string drafter_model;
-  spec::RegimeThresholds regimes = {};
+  engine::RegimeThresholds regimes = {};
   int64_t max_running = 8;   // requests generating at once
   int64_t max_waiting = 64;  // requests waiting for a slot; beyond: RESOURCE_EXHAUSTED
   int64_t max_stop_strings = 16;
@@ -86,7 +86,7 @@ class GenerationHandler {
   // however it ends. `arrival` starts the request's clock.
   absl::Status Decode(const v1::GenerateStreamRequest& request, const Prepared& prepared,
                       const BackendPool::Lease& pair, InFlight& flight, const Cancelled& cancelled,
-                      const StreamWriter& write, spec::Clock::time_point arrival);
+                      const StreamWriter& write, engine::Clock::time_point arrival);
 
   BackendPool& backends_;
   const text::Tokenizer* tokenizer_;

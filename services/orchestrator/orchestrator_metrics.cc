@@ -82,8 +82,8 @@ OrchestratorMetrics::OrchestratorMetrics(metrics::Registry& registry, std::strin
           registry.AddGauge("specd_num_requests_waiting", "Requests waiting for a slot.", {"model"})
               .WithLabels({model_})) {}
 
-void OrchestratorMetrics::RecordDraftedStep(spec::Regime regime, int64_t drafts, int64_t accepted) {
-  const std::string name = spec::RegimeName(regime);
+void OrchestratorMetrics::RecordDraftedStep(engine::Regime regime, int64_t drafts, int64_t accepted) {
+  const std::string name = engine::RegimeName(regime);
   num_drafts_.WithLabels({model_, name}).Increment();
   num_draft_tokens_.WithLabels({model_, name}).Increment(static_cast<double>(drafts));
   num_accepted_tokens_.WithLabels({model_, name}).Increment(static_cast<double>(accepted));
@@ -97,22 +97,22 @@ void OrchestratorMetrics::RecordDraftedStep(spec::Regime regime, int64_t drafts,
   acceptance_length_.WithLabels({model_, name}).Observe(static_cast<double>(accepted + 1));
 }
 
-void OrchestratorMetrics::RecordInterTokenLatency(spec::Regime regime, double seconds) {
-  inter_token_latency_.WithLabels({model_, spec::RegimeName(regime)}).Observe(seconds);
+void OrchestratorMetrics::RecordInterTokenLatency(engine::Regime regime, double seconds) {
+  inter_token_latency_.WithLabels({model_, engine::RegimeName(regime)}).Observe(seconds);
 }
 
-void OrchestratorMetrics::RecordDraftCall(spec::Regime regime, double seconds) {
-  draft_step_.WithLabels({model_, spec::RegimeName(regime)}).Observe(seconds);
+void OrchestratorMetrics::RecordDraftCall(engine::Regime regime, double seconds) {
+  draft_step_.WithLabels({model_, engine::RegimeName(regime)}).Observe(seconds);
 }
 
-void OrchestratorMetrics::RecordVerifyCall(spec::Regime regime, double seconds) {
-  verify_step_.WithLabels({model_, spec::RegimeName(regime)}).Observe(seconds);
+void OrchestratorMetrics::RecordVerifyCall(engine::Regime regime, double seconds) {
+  verify_step_.WithLabels({model_, engine::RegimeName(regime)}).Observe(seconds);
 }
 
 void OrchestratorMetrics::RecordDrafterFallback() { drafter_fallbacks_.Increment(); }
 
 void OrchestratorMetrics::RecordRequest(const RequestRecord& record) {
-  const std::string regime = spec::RegimeName(record.regime);
+  const std::string regime = engine::RegimeName(record.regime);
   requests_.WithLabels({model_, regime, record.finished_reason}).Increment();
   prompt_tokens_.WithLabels({model_, regime}).Increment(static_cast<double>(record.prompt_tokens));
   generation_tokens_.WithLabels({model_, regime})

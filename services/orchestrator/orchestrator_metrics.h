@@ -5,13 +5,13 @@
 #include <string>
 
 #include "common/metrics/registry.h"
-#include "common/spec/regime.h"
+#include "common/engine/regime.h"
 
 namespace specd::orchestrator {
 
 // What one finished request adds to the counters and histograms.
 struct RequestRecord {
-  spec::Regime regime = spec::Regime::kShort;
+  engine::Regime regime = engine::Regime::kShort;
   std::string finished_reason;  // "stop", "length", "abort" or "error"
   int64_t prompt_tokens = 0;
   int64_t generation_tokens = 0;
@@ -24,10 +24,10 @@ class OrchestratorMetrics {
   OrchestratorMetrics(metrics::Registry& registry, std::string model_name);
 
   // One verify step that checked `drafts` drafted tokens and accepted the first `accepted`.
-  void RecordDraftedStep(spec::Regime regime, int64_t drafts, int64_t accepted);
-  void RecordInterTokenLatency(spec::Regime regime, double seconds);
-  void RecordDraftCall(spec::Regime regime, double seconds);
-  void RecordVerifyCall(spec::Regime regime, double seconds);
+  void RecordDraftedStep(engine::Regime regime, int64_t drafts, int64_t accepted);
+  void RecordInterTokenLatency(engine::Regime regime, double seconds);
+  void RecordDraftCall(engine::Regime regime, double seconds);
+  void RecordVerifyCall(engine::Regime regime, double seconds);
   void RecordDrafterFallback();
   void RecordRequest(const RequestRecord& record);
 

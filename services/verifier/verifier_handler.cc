@@ -12,8 +12,8 @@
 #include "common/rpc/context_buffer.h"
 #include "common/rpc/proto_duration.h"
 #include "common/rpc/random_id.h"
-#include "common/spec/draft_acceptance.h"
-#include "common/spec/elapsed.h"
+#include "common/engine/draft_acceptance.h"
+#include "common/engine/elapsed.h"
 #include "services/verifier/sampling_params.h"
 
 namespace specd::verifier {
@@ -182,7 +182,7 @@ absl::StatusOr<v1::PrefillResponse> VerifierHandler::Prefill(const v1::PrefillRe
 }
 
 absl::StatusOr<v1::PrefillResponse> VerifierHandler::RunPrefill(Session& session) {
-  const spec::Clock::time_point start = spec::Clock::now();
+  const engine::Clock::time_point start = engine::Clock::now();
   v1::PrefillResponse response;
   try {
     std::lock_guard compute(compute_mutex_);
@@ -206,7 +206,7 @@ absl::StatusOr<v1::PrefillResponse> VerifierHandler::RunPrefill(Session& session
   }
   response.set_seed(session.seed);
   response.set_generation(session.generation);
-  *response.mutable_compute_time() = rpc::ToProtoDuration(spec::Clock::now() - start);
+  *response.mutable_compute_time() = rpc::ToProtoDuration(engine::Clock::now() - start);
   return response;
 }
 
@@ -249,7 +249,7 @@ absl::StatusOr<v1::VerifyResponse> VerifierHandler::Verify(const v1::VerifyReque
 
 absl::StatusOr<v1::VerifyResponse> VerifierHandler::RunVerify(Session& session,
                                                               const v1::VerifyRequest& request) {
-  const spec::Clock::time_point start = spec::Clock::now();
+  const engine::Clock::time_point start = engine::Clock::now();
   std::vector<int64_t> block = {session.generated.back()};
   block.insert(block.end(), request.draft_token_ids().begin(), request.draft_token_ids().end());
   const int64_t anchor_position = session.cache.length();
@@ -261,7 +261,7 @@ absl::StatusOr<v1::VerifyResponse> VerifierHandler::RunVerify(Session& session,
                              {.logit_rows = model::LogitRows::kAll, .hidden_states = session.taps});
     if (!verify.ok()) return verify.status();
     absl::StatusOr<int64_t> accepted =
-        spec::AcceptDrafts(verify->logits, block, session.sampler, session.prompt,
+        engine::AcceptDrafts(verify->logits, block, session.sampler, session.prompt,
                            session.generated, [&session](int64_t token) -> absl::StatusOr<bool> {
                              session.generated.push_back(token);
                              return std::find(session.stop_ids.begin(), session.stop_ids.end(),
@@ -288,7 +288,7 @@ absl::StatusOr<v1::VerifyResponse> VerifierHandler::RunVerify(Session& session,
     return absl::InternalError(absl::StrCat("verify failed: ", error.what_without_backtrace()));
   }
   response.set_generation(session.generation);
-  *response.mutable_compute_time() = rpc::ToProtoDuration(spec::Clock::now() - start);
+  *response.mutable_compute_time() = rpc::ToProtoDuration(engine::Clock::now() - start);
   return response;
 }
 

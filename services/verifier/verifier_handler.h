@@ -2,7 +2,7 @@
 // The target verifier (protos/specd/v1/verifier.proto): the target model and one session per
 // request — its cache, sampler, token history and the context buffer the drafter maps. Prefill
 // runs the prompt and samples the first token; each Verify runs one block forward, accepts the
-// drafts that match the target's own tokens (spec::AcceptDrafts), rolls the cache back to them
+// drafts that match the target's own tokens (engine::AcceptDrafts), rolls the cache back to them
 // and writes their context rows.
 #include <atomic>
 #include <cstdint>

@@ -2,16 +2,16 @@
 
 #include <memory>
 
-#include "common/spec/drafter_factory.h"
-#include "common/spec/speculative_decoder.h"
-#include "common/spec/target_decoder.h"
+#include "common/engine/drafter_factory.h"
+#include "common/engine/speculative_decoder.h"
+#include "common/engine/target_decoder.h"
 
 namespace specd::train {
 namespace {
 
-spec::GenerationRequest GreedyRequest(const std::vector<int64_t>& prompt,
+engine::GenerationRequest GreedyRequest(const std::vector<int64_t>& prompt,
                                       const EvaluationOptions& options) {
-  spec::GenerationRequest request;
+  engine::GenerationRequest request;
   request.prompt = prompt;
   request.stop.max_new_tokens = options.max_new_tokens;
   request.stop.ignore_eos = true;
@@ -23,7 +23,7 @@ spec::GenerationRequest GreedyRequest(const std::vector<int64_t>& prompt,
 struct Throughput {
   double decode_ms = 0;
   int64_t tokens = 0;
-  void Add(const spec::GenerationResult& result) {
+  void Add(const engine::GenerationResult& result) {
     const int64_t after_first = static_cast<int64_t>(result.ids.size()) - 1;
     decode_ms += result.timings.decode_ms_per_token * static_cast<double>(after_first);
     tokens += after_first;
@@ -36,16 +36,16 @@ struct Throughput {
 absl::StatusOr<SpeculativeEvaluation> EvaluateSpeculative(
     const model::Qwen35Model& target, const std::filesystem::path& drafter,
     const std::vector<std::vector<int64_t>>& prompts, const EvaluationOptions& options) {
-  absl::StatusOr<std::unique_ptr<spec::BlockDrafter>> block_drafter = spec::OpenBlockDrafter(
+  absl::StatusOr<std::unique_ptr<engine::BlockDrafter>> block_drafter = engine::OpenBlockDrafter(
       drafter.string(), target, {.block_size = 0, .window = options.window, .min_confidence = 0});
   if (!block_drafter.ok()) return block_drafter.status();
-  spec::SpeculativeDecoder decoder(target, **block_drafter, nullptr);
-  spec::AcceptanceStats total;
+  engine::SpeculativeDecoder decoder(target, **block_drafter, nullptr);
+  engine::AcceptanceStats total;
   for (const std::vector<int64_t>& prompt : prompts) {
-    absl::StatusOr<spec::GenerationResult> result =
+    absl::StatusOr<engine::GenerationResult> result =
         decoder.Generate(GreedyRequest(prompt, options));
     if (!result.ok()) return result.status();
-    const spec::AcceptanceStats& stats = *result->acceptance;
+    const engine::AcceptanceStats& stats = *result->acceptance;
     total.acceptance_lengths.insert(total.acceptance_lengths.end(),
                                     stats.acceptance_lengths.begin(),
                                     stats.acceptance_lengths.end());
@@ -70,19 +70,19 @@ absl::StatusOr<SpeedComparison> CompareSpeeds(const model::Qwen35Model& target,
                                               const std::filesystem::path& drafter,
                                               const std::vector<std::vector<int64_t>>& prompts,
                                               const EvaluationOptions& options, int64_t rounds) {
-  absl::StatusOr<std::unique_ptr<spec::BlockDrafter>> block_drafter = spec::OpenBlockDrafter(
+  absl::StatusOr<std::unique_ptr<engine::BlockDrafter>> block_drafter = engine::OpenBlockDrafter(
       drafter.string(), target, {.block_size = 0, .window = options.window, .min_confidence = 0});
   if (!block_drafter.ok()) return block_drafter.status();
-  spec::TargetDecoder plain(target, nullptr);
-  spec::SpeculativeDecoder speculative(target, **block_drafter, nullptr);
+  engine::TargetDecoder plain(target, nullptr);
+  engine::SpeculativeDecoder speculative(target, **block_drafter, nullptr);
   Throughput plain_speed, speculative_speed;
   for (int64_t round = 0; round < rounds; ++round) {
     for (const std::vector<int64_t>& prompt : prompts) {
-      const spec::GenerationRequest request = GreedyRequest(prompt, options);
-      absl::StatusOr<spec::GenerationResult> alone = plain.Generate(request);
+      const engine::GenerationRequest request = GreedyRequest(prompt, options);
+      absl::StatusOr<engine::GenerationResult> alone = plain.Generate(request);
       if (!alone.ok()) return alone.status();
       plain_speed.Add(*alone);
-      absl::StatusOr<spec::GenerationResult> drafted = speculative.Generate(request);
+      absl::StatusOr<engine::GenerationResult> drafted = speculative.Generate(request);
       if (!drafted.ok()) return drafted.status();
       speculative_speed.Add(*drafted);
     }

@@ -17,7 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/model/qwen35_model.h"
-#include "common/spec/target_decoder.h"
+#include "common/engine/target_decoder.h"
 #include "common/text/tokenizer.h"
 #include "services/trainer/train/conversations.h"
 
@@ -124,7 +124,7 @@ class Regenerator {
     if (!prompt.ok()) return prompt.status();
     absl::StatusOr<std::vector<text::TokenId>> ids = tokenizer_.Encode(*prompt);
     if (!ids.ok()) return ids.status();
-    const spec::GenerationRequest request{
+    const engine::GenerationRequest request{
         .prompt = std::vector<int64_t>(ids->begin(), ids->end()),
         .sampling = {.temperature = options_.temperature,
                      .top_k = options_.top_k,
@@ -138,7 +138,7 @@ class Regenerator {
                  .stop_ids = {},
                  .stop_strings = {},
                  .ignore_eos = false}};
-    absl::StatusOr<spec::GenerationResult> result = decoder_.Generate(request);
+    absl::StatusOr<engine::GenerationResult> result = decoder_.Generate(request);
     if (!result.ok()) return result.status();
     out.messages.push_back(AnswerMessage(std::move(result->text), options_.enable_thinking));
     return out;
@@ -150,7 +150,7 @@ class Regenerator {
   text::ChatTemplate chat_;
   // One sequence per forward: the CPU engine has no batched decode, so a "batch" is a group of
   // conversations run one after another between two syncs of the output.
-  spec::TargetDecoder decoder_;
+  engine::TargetDecoder decoder_;
   std::vector<int64_t> end_ids_;
 };
 

@@ -1,7 +1,7 @@
 #pragma once
 // What the drafter service's tests share: drafter handlers, Draft requests, and in-process
-// drafting to hold the service to: a spec::DFlashBlockDrafter fed the way
-// spec::SpeculativeDecoder feeds it, with the tapped hidden states of the target forwards a
+// drafting to hold the service to: a engine::DFlashBlockDrafter fed the way
+// engine::SpeculativeDecoder feeds it, with the tapped hidden states of the target forwards a
 // verifier runs, replayed on a cache of their own.
 #include <ATen/ATen.h>
 
@@ -15,11 +15,11 @@
 
 #include "absl/status/statusor.h"
 #include "common/model/qwen35_model.h"
-#include "common/spec/dflash_block_drafter.h"
+#include "common/engine/dflash_block_drafter.h"
 #include "gtest/gtest.h"
 #include "services/drafter/drafter_handler.h"
 #include "specd/v1/drafter.pb.h"
-#include "tests/unit/common/spec/spec_fixture.h"
+#include "tests/unit/common/engine/engine_fixture.h"
 
 namespace specd::drafter::testing {
 
@@ -35,7 +35,7 @@ inline v1::DraftRequest DraftRequestFor(const std::string& session_id,
 // A handler serving the dflash-tiny-a drafter for `target`; null, failing the test, if refused.
 inline std::unique_ptr<DrafterHandler> MakeDrafter(const model::Qwen35Model& target,
                                                    const DrafterOptions& options) {
-  absl::StatusOr<model::DFlashDrafter> drafter = spec::testing::FixtureDrafter();
+  absl::StatusOr<model::DFlashDrafter> drafter = engine::testing::FixtureDrafter();
   EXPECT_TRUE(drafter.ok()) << drafter.status();
   if (!drafter.ok()) return nullptr;
   absl::StatusOr<std::unique_ptr<DrafterHandler>> handler =
@@ -45,13 +45,13 @@ inline std::unique_ptr<DrafterHandler> MakeDrafter(const model::Qwen35Model& tar
 }
 
 // The dflash-tiny-a drafter in process, for `target`.
-inline std::unique_ptr<spec::DFlashBlockDrafter> InProcessDrafter(
-    const model::Qwen35Model& target, const spec::DFlashBlockOptions& options) {
-  absl::StatusOr<model::DFlashDrafter> drafter = spec::testing::FixtureDrafter();
+inline std::unique_ptr<engine::DFlashBlockDrafter> InProcessDrafter(
+    const model::Qwen35Model& target, const engine::DFlashBlockOptions& options) {
+  absl::StatusOr<model::DFlashDrafter> drafter = engine::testing::FixtureDrafter();
   EXPECT_TRUE(drafter.ok()) << drafter.status();
   if (!drafter.ok()) return nullptr;
-  absl::StatusOr<std::unique_ptr<spec::DFlashBlockDrafter>> block =
-      spec::DFlashBlockDrafter::Create(*std::move(drafter), target.token_head(), target.config(),
+  absl::StatusOr<std::unique_ptr<engine::DFlashBlockDrafter>> block =
+      engine::DFlashBlockDrafter::Create(*std::move(drafter), target.token_head(), target.config(),
                                        options);
   EXPECT_TRUE(block.ok()) << block.status();
   return block.ok() ? *std::move(block) : nullptr;
@@ -62,7 +62,7 @@ inline std::unique_ptr<spec::DFlashBlockDrafter> InProcessDrafter(
 class InProcessDrafting {
  public:
   // `target` and `drafter` must outlive this object.
-  InProcessDrafting(const model::Qwen35Model& target, spec::BlockDrafter& drafter)
+  InProcessDrafting(const model::Qwen35Model& target, engine::BlockDrafter& drafter)
       : target_(target), drafter_(drafter) {}
 
   absl::Status Start(const std::vector<int64_t>& prompt, int64_t max_length) {
@@ -97,7 +97,7 @@ class InProcessDrafting {
 
  private:
   const model::Qwen35Model& target_;
-  spec::BlockDrafter& drafter_;
+  engine::BlockDrafter& drafter_;
   std::optional<model::Qwen35Cache> cache_;
 };
 

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "services/drafter/drafter_handler.h"
 #include "services/verifier/verifier_handler.h"
-#include "tests/unit/common/spec/spec_fixture.h"
+#include "tests/unit/common/engine/engine_fixture.h"
 #include "tests/unit/services/drafter/drafter_fixture.h"
 #include "tests/unit/services/verifier/verifier_fixture.h"
 
@@ -26,7 +26,7 @@ using verifier::testing::PrefillRequestFor;
 using verifier::testing::VerifyRequestFor;
 
 TEST(DrafterGrpc, AClientOverLoopbackGetsTheHandlersProposalsAndErrorCodes) {
-  std::unique_ptr<model::Qwen35Model> target = spec::testing::LoadTarget("qwen35-tiny-a");
+  std::unique_ptr<model::Qwen35Model> target = engine::testing::LoadTarget("qwen35-tiny-a");
   ASSERT_NE(target, nullptr);
   verifier::VerifierOptions verifier_options;
   verifier_options.tapped_layer_ids = {0, 2};
@@ -53,7 +53,7 @@ TEST(DrafterGrpc, AClientOverLoopbackGetsTheHandlersProposalsAndErrorCodes) {
 
   // One verifier session; the drafter drafts for it over the wire and in process.
   const std::vector<int64_t> prompt =
-      spec::testing::RandomPrompt(6, 18, target->config().vocab_size);
+      engine::testing::RandomPrompt(6, 18, target->config().vocab_size);
   absl::StatusOr<v1::PrefillResponse> prefill = verifier->Prefill(PrefillRequestFor("v", prompt));
   ASSERT_TRUE(prefill.ok()) << prefill.status();
   v1::DraftRequest request = DraftRequestFor("wire", prefill->context(), prefill->next_token_id());

@@ -18,7 +18,7 @@
 #include "common/rpc/context_buffer.h"
 #include "gtest/gtest.h"
 #include "services/verifier/verifier_handler.h"
-#include "tests/unit/common/spec/spec_fixture.h"
+#include "tests/unit/common/engine/engine_fixture.h"
 #include "tests/unit/services/drafter/drafter_fixture.h"
 #include "tests/unit/services/verifier/verifier_fixture.h"
 
@@ -39,7 +39,7 @@ const std::vector<int64_t> kTaps = {0, 2};  // dflash-tiny-a's target_layer_ids
 
 class DrafterHandlerTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { target_ = spec::testing::LoadTarget("qwen35-tiny-a"); }
+  static void SetUpTestSuite() { target_ = engine::testing::LoadTarget("qwen35-tiny-a"); }
   static void TearDownTestSuite() { target_.reset(); }
   void SetUp() override { ASSERT_NE(target_, nullptr); }
 
@@ -72,13 +72,13 @@ class DrafterHandlerTest : public ::testing::Test {
   }
 
   static std::vector<int64_t> Prompt(int64_t length, uint64_t seed = 4) {
-    return spec::testing::RandomPrompt(seed, length, Vocab());
+    return engine::testing::RandomPrompt(seed, length, Vocab());
   }
 
   // What in-process drafting proposes after `prompt` alone, for the anchor Prefill returned.
   static std::vector<int64_t> ProposedInProcess(const std::vector<int64_t>& prompt, int64_t anchor,
-                                                const spec::DFlashBlockOptions& options) {
-    std::unique_ptr<spec::DFlashBlockDrafter> dflash = InProcessDrafter(Target(), options);
+                                                const engine::DFlashBlockOptions& options) {
+    std::unique_ptr<engine::DFlashBlockDrafter> dflash = InProcessDrafter(Target(), options);
     EXPECT_NE(dflash, nullptr);
     if (dflash == nullptr) return {};
     InProcessDrafting drafting(Target(), *dflash);
@@ -92,7 +92,7 @@ class DrafterHandlerTest : public ::testing::Test {
   static inline std::unique_ptr<model::Qwen35Model> target_;
 };
 
-spec::DFlashBlockOptions BlockOptions(int64_t block_size, int64_t window = 0,
+engine::DFlashBlockOptions BlockOptions(int64_t block_size, int64_t window = 0,
                                       double min_confidence = 0) {
   return {.block_size = block_size, .window = window, .min_confidence = min_confidence};
 }
@@ -104,7 +104,7 @@ std::vector<float> Confidences(const v1::DraftResponse& response) {
 TEST_F(DrafterHandlerTest, DraftingThroughTheServiceEqualsInProcessDraftingStepByStep) {
   std::unique_ptr<verifier::VerifierHandler> verifier = Verifier();
   std::unique_ptr<DrafterHandler> drafter = Drafter();
-  std::unique_ptr<spec::DFlashBlockDrafter> dflash =
+  std::unique_ptr<engine::DFlashBlockDrafter> dflash =
       InProcessDrafter(Target(), BlockOptions(kTrainedBlock));
   ASSERT_TRUE(verifier != nullptr && drafter != nullptr && dflash != nullptr);
   InProcessDrafting in_process(Target(), *dflash);
@@ -140,8 +140,8 @@ TEST_F(DrafterHandlerTest, DraftingThroughTheServiceEqualsInProcessDraftingStepB
     generation = verify->generation();
   }
   EXPECT_EQ(emitted,
-            spec::testing::TargetOnly(
-                Target(), spec::testing::Request(prompt, static_cast<int64_t>(emitted.size())))
+            engine::testing::TargetOnly(
+                Target(), engine::testing::Request(prompt, static_cast<int64_t>(emitted.size())))
                 .ids);
 }
 
@@ -317,12 +317,12 @@ TEST_F(DrafterHandlerTest, RequestsItCannotServeAreInvalidArguments) {
 TEST_F(DrafterHandlerTest, RowsOfVerifiesItWasNotCalledForAreProjectedToo) {
   std::unique_ptr<verifier::VerifierHandler> verifier = Verifier();
   std::unique_ptr<DrafterHandler> drafter = Drafter();
-  std::unique_ptr<spec::DFlashBlockDrafter> dflash =
+  std::unique_ptr<engine::DFlashBlockDrafter> dflash =
       InProcessDrafter(Target(), BlockOptions(kTrainedBlock));
   ASSERT_TRUE(verifier != nullptr && drafter != nullptr && dflash != nullptr);
   const std::vector<int64_t> prompt = Prompt(15);
   const std::vector<int64_t> expected =
-      spec::testing::TargetOnly(Target(), spec::testing::Request(prompt, 6)).ids;
+      engine::testing::TargetOnly(Target(), engine::testing::Request(prompt, 6)).ids;
   absl::StatusOr<v1::PrefillResponse> prefill = verifier->Prefill(PrefillRequestFor("s", prompt));
   ASSERT_TRUE(prefill.ok()) << prefill.status();
   ASSERT_TRUE(drafter->Draft(DraftRequestFor("s", prefill->context(), expected[0])).ok());
@@ -380,7 +380,7 @@ TEST_F(DrafterHandlerTest, RowsRewrittenBelowTheCachedLengthAreDroppedAndProject
 
   // In process: the rows the buffer now holds, [0, 6) from before and [6, 12) from after.
   const auto proposed = [&](const at::Tensor& head, const at::Tensor& rest) {
-    std::unique_ptr<spec::DFlashBlockDrafter> dflash =
+    std::unique_ptr<engine::DFlashBlockDrafter> dflash =
         InProcessDrafter(Target(), BlockOptions(kTrainedBlock));
     EXPECT_NE(dflash, nullptr);
     if (dflash == nullptr) return std::vector<int64_t>{};
@@ -403,7 +403,7 @@ TEST_F(DrafterHandlerTest, AHandleToAnotherBufferStartsTheContextOver) {
   // Verify's, whose rows begin past everything the old buffer held.
   std::unique_ptr<verifier::VerifierHandler> verifier = Verifier();
   std::unique_ptr<DrafterHandler> drafter = Drafter();
-  std::unique_ptr<spec::DFlashBlockDrafter> dflash =
+  std::unique_ptr<engine::DFlashBlockDrafter> dflash =
       InProcessDrafter(Target(), BlockOptions(kTrainedBlock));
   ASSERT_TRUE(verifier != nullptr && drafter != nullptr && dflash != nullptr);
   absl::StatusOr<v1::PrefillResponse> old_prefill =
@@ -533,7 +533,7 @@ TEST_F(DrafterHandlerTest, InfoDescribesTheDrafterAndTheServersLimits) {
 
 TEST_F(DrafterHandlerTest, CreateRefusesADrafterForAnotherTargetAndBadOptions) {
   const auto refused = [](const io::Qwen35TextConfig& config, const DrafterOptions& options) {
-    absl::StatusOr<model::DFlashDrafter> drafter = spec::testing::FixtureDrafter();
+    absl::StatusOr<model::DFlashDrafter> drafter = engine::testing::FixtureDrafter();
     EXPECT_TRUE(drafter.ok()) << drafter.status();
     if (!drafter.ok()) return absl::StatusCode::kUnknown;
     return DrafterHandler::Create(*std::move(drafter), Target().token_head(), config, options)

@@ -19,7 +19,7 @@ namespace {
 
 class BackendPoolTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { target_ = spec::testing::LoadTarget("qwen35-tiny-a").release(); }
+  static void SetUpTestSuite() { target_ = engine::testing::LoadTarget("qwen35-tiny-a").release(); }
   static void TearDownTestSuite() {
     delete target_;
     target_ = nullptr;

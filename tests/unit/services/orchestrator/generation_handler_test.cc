@@ -18,14 +18,14 @@
 #include "services/drafter/drafter_handler.h"
 #include "services/verifier/verifier_grpc.h"
 #include "services/verifier/verifier_handler.h"
-#include "tests/unit/common/spec/spec_fixture.h"
+#include "tests/unit/common/engine/engine_fixture.h"
 #include "tests/unit/services/orchestrator/pair_handlers.h"
 
 namespace specd::orchestrator {
 namespace {
 
-using spec::testing::LoadTarget;
-using spec::testing::RandomPrompt;
+using engine::testing::LoadTarget;
+using engine::testing::RandomPrompt;
 using ::testing::HasSubstr;
 
 constexpr int64_t kNewTokens = 20;
@@ -89,8 +89,8 @@ class GenerationHandlerTest : public ::testing::Test {
 
   static std::vector<int64_t> TargetOnlyIds(const std::vector<int64_t>& prompt,
                                             double temperature = 0, uint64_t seed = 1) {
-    return spec::testing::TargetOnly(*target_,
-                                     spec::testing::Request(prompt, kNewTokens, temperature, seed))
+    return engine::testing::TargetOnly(*target_,
+                                     engine::testing::Request(prompt, kNewTokens, temperature, seed))
         .ids;
   }
 

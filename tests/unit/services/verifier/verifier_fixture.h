@@ -31,7 +31,7 @@ inline std::unique_ptr<VerifierHandler> MakeVerifier(const model::Qwen35Model& t
   return handler.ok() ? *std::move(handler) : nullptr;
 }
 
-// Greedy decoding that runs through end-of-sequence ids, like spec::testing::Request.
+// Greedy decoding that runs through end-of-sequence ids, like engine::testing::Request.
 inline v1::SamplingParams Greedy() {
   v1::SamplingParams sampling;
   sampling.set_temperature(0);

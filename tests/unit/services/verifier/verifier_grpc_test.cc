@@ -13,7 +13,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "services/verifier/verifier_handler.h"
-#include "tests/unit/common/spec/spec_fixture.h"
+#include "tests/unit/common/engine/engine_fixture.h"
 #include "tests/unit/services/verifier/verifier_fixture.h"
 
 namespace specd::verifier {
@@ -26,7 +26,7 @@ using testing::ReadRows;
 using testing::VerifyRequestFor;
 
 TEST(VerifierGrpc, AClientOverLoopbackGetsTheHandlersResultsAndErrorCodes) {
-  std::unique_ptr<model::Qwen35Model> target = spec::testing::LoadTarget("qwen35-tiny-a");
+  std::unique_ptr<model::Qwen35Model> target = engine::testing::LoadTarget("qwen35-tiny-a");
   ASSERT_NE(target, nullptr);
   VerifierOptions options;
   options.model_name = "qwen35-tiny-a";
@@ -50,9 +50,9 @@ TEST(VerifierGrpc, AClientOverLoopbackGetsTheHandlersResultsAndErrorCodes) {
 
   // The same request over the wire and in process, on two sessions of the same handler.
   const int64_t vocab = target->config().vocab_size;
-  const std::vector<int64_t> prompt = spec::testing::RandomPrompt(5, 13, vocab);
+  const std::vector<int64_t> prompt = engine::testing::RandomPrompt(5, 13, vocab);
   const std::vector<int64_t> expected =
-      spec::testing::TargetOnly(*target, spec::testing::Request(prompt, 12)).ids;
+      engine::testing::TargetOnly(*target, engine::testing::Request(prompt, 12)).ids;
   absl::StatusOr<v1::PrefillResponse> wire = client.Prefill(PrefillRequestFor("wire", prompt));
   absl::StatusOr<v1::PrefillResponse> local = handler->Prefill(PrefillRequestFor("local", prompt));
   ASSERT_TRUE(wire.ok()) << wire.status();

@@ -18,7 +18,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/unit/common/model/tensor_matchers.h"
-#include "tests/unit/common/spec/spec_fixture.h"
+#include "tests/unit/common/engine/engine_fixture.h"
 #include "tests/unit/services/verifier/verifier_fixture.h"
 
 namespace specd::verifier {
@@ -40,7 +40,7 @@ const std::vector<int64_t> kDefaultTaps = {0, 2};
 
 class VerifierHandlerTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { target_ = spec::testing::LoadTarget("qwen35-tiny-a"); }
+  static void SetUpTestSuite() { target_ = engine::testing::LoadTarget("qwen35-tiny-a"); }
   static void TearDownTestSuite() { target_.reset(); }
   void SetUp() override { ASSERT_NE(target_, nullptr); }
 
@@ -67,14 +67,14 @@ class VerifierHandlerTest : public ::testing::Test {
   }
 
   static std::vector<int64_t> Prompt(int64_t length, uint64_t seed = 3) {
-    return spec::testing::RandomPrompt(seed, length, Vocab());
+    return engine::testing::RandomPrompt(seed, length, Vocab());
   }
 
-  // spec::TargetDecoder's output for `prompt`, greedy unless `temperature`.
+  // engine::TargetDecoder's output for `prompt`, greedy unless `temperature`.
   static std::vector<int64_t> TargetOnly(const std::vector<int64_t>& prompt, int64_t new_tokens,
                                          double temperature = 0, uint64_t seed = 0) {
-    return spec::testing::TargetOnly(Target(),
-                                     spec::testing::Request(prompt, new_tokens, temperature, seed))
+    return engine::testing::TargetOnly(Target(),
+                                     engine::testing::Request(prompt, new_tokens, temperature, seed))
         .ids;
   }
 
