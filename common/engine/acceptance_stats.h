@@ -14,12 +14,16 @@ struct AcceptanceStats {
   // [i]: the steps that proposed a draft at block position i + 1, and those where it was accepted.
   std::vector<int64_t> proposed_at;
   std::vector<int64_t> accepted_at;
+  // Steps that verified no draft: the block had room for one token only, or the drafter was lost.
+  int64_t target_only_steps = 0;
   double draft_ms = 0;   // drafter: proposals and taking in the accepted context
   double verify_ms = 0;  // target: block forward, sampling, rollback
 
   // One verify step that proposed `proposed` drafts, accepted the first `accepted` and emitted
   // `emitted` tokens.
   void RecordStep(int64_t proposed, int64_t accepted, int64_t emitted);
+  // Adds another request's steps and times to these.
+  void Merge(const AcceptanceStats& other);
 
   int64_t steps() const { return static_cast<int64_t>(acceptance_lengths.size()); }
   // The mean acceptance length τ; 0 before any step.

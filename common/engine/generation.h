@@ -11,6 +11,7 @@
 #include "common/io/qwen35_config.h"
 #include "common/model/sampling.h"
 #include "common/engine/acceptance_stats.h"
+#include "common/engine/ports.h"
 #include "common/engine/regime.h"
 #include "common/engine/stop_criteria.h"
 #include "common/text/tokenizer.h"
@@ -21,6 +22,8 @@ struct GenerationRequest {
   std::vector<int64_t> prompt;
   model::SamplingParams sampling;  // seeded per request
   StopConfig stop;
+  // -1: none; k ≥ 0: each new token's log-probability under the target, with k alternatives.
+  int64_t top_logprobs = -1;
 };
 
 // What a streaming client receives as the output grows: the new ids (one per decode step, or a
@@ -45,13 +48,13 @@ struct GenerationResult {
   std::string text;          // their text, without a stop string or special tokens
   StopReason stop_reason = StopReason::kNone;
   GenerationTimings timings;
+  std::vector<TokenLogprob> logprobs;         // one per id, when the request asked
   Regime regime = Regime::kShort;             // by prompt length
   std::optional<AcceptanceStats> acceptance;  // speculative decoding only
 };
 
-// OK when `request` can run on a model of `config`: a prompt within its vocabulary, at least one
-// new token, and a tokenizer if there are stop strings.
-absl::Status ValidateRequest(const GenerationRequest& request, const io::Qwen35TextConfig& config,
-                             const text::Tokenizer* tokenizer);
+// OK when `request` has a prompt, asks for at least one new token and has a tokenizer if it has
+// stop strings (the target session checks the ids against its vocabulary).
+absl::Status ValidateRequest(const GenerationRequest& request, const text::Tokenizer* tokenizer);
 
 }  // namespace specd::engine

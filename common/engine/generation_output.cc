@@ -37,6 +37,10 @@ absl::StatusOr<bool> GenerationOutput::Push(int64_t token) {
   return stopped();
 }
 
+void GenerationOutput::Cancel() {
+  if (!stopped()) result_.stop_reason = StopReason::kCancelled;
+}
+
 void GenerationOutput::EmitChunk(const ChunkCallback& on_chunk) {
   if (on_chunk && !chunk_.ids.empty()) on_chunk(chunk_);
   chunk_ = {};

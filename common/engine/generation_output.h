@@ -24,6 +24,9 @@ class GenerationOutput {
   // Appends a generated token; true once the output has ended (with this token, if it counts).
   absl::StatusOr<bool> Push(int64_t token);
 
+  // Ends the output here (StopReason::kCancelled) unless it has ended already.
+  void Cancel();
+
   // Hands the tokens and text since the last chunk to `on_chunk` (if set and there are any).
   void EmitChunk(const ChunkCallback& on_chunk);
 

@@ -24,8 +24,16 @@ const char* StopReasonName(StopReason reason) {
       return "stop_string";
     case StopReason::kMaxTokens:
       return "max_tokens";
+    case StopReason::kCancelled:
+      return "cancelled";
   }
   return "";
+}
+
+std::vector<int64_t> EndingTokenIds(const StopConfig& config) {
+  std::vector<int64_t> ids = config.stop_ids;
+  if (!config.ignore_eos) ids.insert(ids.end(), config.eos_ids.begin(), config.eos_ids.end());
+  return ids;
 }
 
 StopCriteria::StopCriteria(StopConfig config) : config_(std::move(config)) {}

@@ -21,10 +21,14 @@ struct StopConfig {
   bool ignore_eos = false;
 };
 
-enum class StopReason { kNone, kEos, kStopToken, kStopString, kMaxTokens };
+// kCancelled: the caller ended the request (a client gone, an abort, a deadline).
+enum class StopReason { kNone, kEos, kStopToken, kStopString, kMaxTokens, kCancelled };
 
-// "eos", "stop_token", "stop_string", "max_tokens" ("" for kNone).
+// "eos", "stop_token", "stop_string", "max_tokens", "cancelled" ("" for kNone).
 const char* StopReasonName(StopReason reason);
+
+// The ids that end the output by themselves: the stop ids, and the EOS ids unless ignored.
+std::vector<int64_t> EndingTokenIds(const StopConfig& config);
 
 class StopCriteria {
  public:

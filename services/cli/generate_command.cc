@@ -13,8 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "common/model/qwen35_model.h"
 #include "common/engine/drafter_factory.h"
-#include "common/engine/speculative_decoder.h"
-#include "common/engine/target_decoder.h"
+#include "common/engine/generator.h"
 #include "common/text/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "services/cli/commands.h"
@@ -41,6 +40,7 @@ struct GenerateFlags {
   std::string drafter;  // empty: target-only
   int64_t block_size = 0;
   int64_t draft_window = 0;
+  int64_t logprobs = -1;  // -1: none
 };
 
 struct TokenizerSource {
@@ -96,6 +96,15 @@ void PrintJson(const engine::GenerationResult& result, bool has_text) {
                           {"decode_ms_per_token", t.decode_ms_per_token},
                           {"total_ms", t.total_ms},
                           {"tokens_per_s", t.tokens_per_s}}}};
+  if (!result.logprobs.empty()) {
+    nlohmann::json logprobs = nlohmann::json::array();
+    for (const engine::TokenLogprob& token : result.logprobs) {
+      nlohmann::json top = nlohmann::json::array();
+      for (const auto& [id, logprob] : token.top) top.push_back({{"id", id}, {"logprob", logprob}});
+      logprobs.push_back({{"id", token.token}, {"logprob", token.logprob}, {"top", top}});
+    }
+    out["logprobs"] = logprobs;
+  }
   if (result.acceptance.has_value()) {
     out["acceptance_lengths"] = result.acceptance->acceptance_lengths;
     out["tau"] = result.acceptance->tau();
@@ -126,23 +135,26 @@ absl::Status Generate(const GenerateFlags& flags) {
                                   .stop = {.max_new_tokens = flags.max_new_tokens,
                                            .eos_ids = target->config().eos_token_ids,
                                            .stop_strings = flags.stop,
-                                           .ignore_eos = flags.ignore_eos}};
+                                           .ignore_eos = flags.ignore_eos},
+                                  .top_logprobs = flags.logprobs};
   const bool text_output = flags.format == "text";
   const text::Tokenizer* output_tokenizer = detokenize ? tokenizer.get() : nullptr;
   const engine::ChunkCallback stream = [&](const engine::GenerationChunk& chunk) {
     if (text_output && detokenize) std::cout << chunk.text << std::flush;
   };
-  absl::StatusOr<engine::GenerationResult> result;
-  if (flags.drafter.empty()) {
-    result = engine::TargetDecoder(*target, output_tokenizer).Generate(request, stream);
-  } else {
-    absl::StatusOr<std::unique_ptr<engine::BlockDrafter>> drafter = engine::OpenBlockDrafter(
-        flags.drafter, *target,
+  std::unique_ptr<engine::Drafter> drafter;
+  absl::StatusOr<engine::Generator> generator = engine::Generator(*target, output_tokenizer);
+  if (!flags.drafter.empty()) {
+    absl::StatusOr<std::unique_ptr<engine::Drafter>> opened =
+        engine::OpenDrafter(flags.drafter, *target, flags.block_size);
+    if (!opened.ok()) return opened.status();
+    drafter = *std::move(opened);
+    generator = engine::Generator::Speculative(
+        *target, *drafter, output_tokenizer,
         {.block_size = flags.block_size, .window = flags.draft_window, .min_confidence = 0});
-    if (!drafter.ok()) return drafter.status();
-    result =
-        engine::SpeculativeDecoder(*target, **drafter, output_tokenizer).Generate(request, stream);
+    if (!generator.ok()) return generator.status();
   }
+  absl::StatusOr<engine::GenerationResult> result = generator->Generate(request, stream);
   if (!result.ok()) return result.status();
 
   if (!text_output) {
@@ -195,6 +207,11 @@ void AddGenerateCommand(CLI::App& app) {
                    "{\"ids\", \"text\", \"stop_reason\", \"timings\"}")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));
+  command
+      ->add_option("--logprobs", flags->logprobs,
+                   "json adds \"logprobs\": each token's log-probability under the target with "
+                   "this many most likely alternatives (0: none)")
+      ->check(CLI::Range(int64_t{0}, int64_t{20}));
   CLI::Option* drafter = command->add_option(
       "--drafter", flags->drafter,
       "Decode speculatively with this DFlash drafter checkpoint directory, or \"oracle\" (the "

@@ -12,11 +12,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/model/qwen35_model.h"
 #include "common/engine/drafter_factory.h"
+#include "common/engine/generator.h"
 #include "common/engine/regime.h"
-#include "common/engine/speculative_decoder.h"
-#include "common/engine/target_decoder.h"
+#include "common/model/qwen35_model.h"
 #include "services/cli/commands.h"
 
 namespace specd::cli {
@@ -66,8 +65,7 @@ std::vector<engine::RegimeWorkload> Workloads(const SpecBenchFlags& flags) {
 }
 
 // The run with the fastest decode of `repeats` (on a shared machine the others met contention).
-template <typename Decoder>
-absl::StatusOr<engine::GenerationResult> Fastest(Decoder& decoder,
+absl::StatusOr<engine::GenerationResult> Fastest(const engine::Generator& decoder,
                                                const engine::GenerationRequest& request,
                                                int64_t repeats) {
   absl::StatusOr<engine::GenerationResult> best = decoder.Generate(request);
@@ -104,28 +102,26 @@ absl::Status BenchSpec(const SpecBenchFlags& flags) {
   absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(flags.model);
   if (!target.ok()) return target.status();
   const int64_t vocab = target->config().vocab_size;
-  engine::DFlashBlockOptions options{
+  absl::StatusOr<std::unique_ptr<engine::Drafter>> drafter =
+      engine::OpenDrafter(flags.drafter, *target, flags.block_size);
+  if (!drafter.ok()) return drafter.status();
+  engine::DraftOptions options{
       .block_size = flags.block_size, .window = flags.draft_window, .min_confidence = 0};
-  absl::StatusOr<std::unique_ptr<engine::BlockDrafter>> fixed =
-      engine::OpenBlockDrafter(flags.drafter, *target, options);
-  if (!fixed.ok()) return fixed.status();
-  std::unique_ptr<engine::BlockDrafter> adaptive;
-  if (flags.min_confidence > 0) {
-    options.min_confidence = flags.min_confidence;
-    absl::StatusOr<std::unique_ptr<engine::BlockDrafter>> opened =
-        engine::OpenBlockDrafter(flags.drafter, *target, options);
-    if (!opened.ok()) return opened.status();
-    adaptive = *std::move(opened);
-  }
-  engine::TargetDecoder baseline(*target, nullptr);
-  engine::SpeculativeDecoder speculative(*target, **fixed, nullptr);
+  absl::StatusOr<engine::Generator> speculative =
+      engine::Generator::Speculative(*target, **drafter, nullptr, options);
+  if (!speculative.ok()) return speculative.status();
+  options.min_confidence = flags.min_confidence;
+  absl::StatusOr<engine::Generator> adaptive =
+      engine::Generator::Speculative(*target, **drafter, nullptr, options);
+  if (!adaptive.ok()) return adaptive.status();
+  const engine::Generator baseline(*target, nullptr);
 
   std::printf("model    %s\ndrafter  %s, block %lld, window %lld\n", flags.model.c_str(),
-              flags.drafter.c_str(), static_cast<long long>((*fixed)->block_size()),
+              flags.drafter.c_str(), static_cast<long long>(speculative->block_size()),
               static_cast<long long>(flags.draft_window));
   // Pages the mapped weights in before anything is timed.
   const engine::GenerationRequest warm_up = GreedyRequest(8, 4, vocab, flags.seed);
-  if (absl::StatusOr<engine::GenerationResult> warm = speculative.Generate(warm_up); !warm.ok()) {
+  if (absl::StatusOr<engine::GenerationResult> warm = speculative->Generate(warm_up); !warm.ok()) {
     return warm.status();
   }
   for (const engine::RegimeWorkload& workload : Workloads(flags)) {
@@ -133,7 +129,7 @@ absl::Status BenchSpec(const SpecBenchFlags& flags) {
         GreedyRequest(workload.prompt_tokens, workload.new_tokens, vocab, flags.seed);
     absl::StatusOr<engine::GenerationResult> alone = Fastest(baseline, request, flags.repeats);
     if (!alone.ok()) return alone.status();
-    absl::StatusOr<engine::GenerationResult> spec = Fastest(speculative, request, flags.repeats);
+    absl::StatusOr<engine::GenerationResult> spec = Fastest(*speculative, request, flags.repeats);
     if (!spec.ok()) return spec.status();
     std::printf("%-6s %lld → %lld tokens\n  %-9s %9.1f tok/s  (%.2f ms/token, prefill %.1f ms)\n",
                 engine::RegimeName(workload.regime), static_cast<long long>(workload.prompt_tokens),
@@ -141,10 +137,8 @@ absl::Status BenchSpec(const SpecBenchFlags& flags) {
                 DecodeTokensPerSecond(*alone), alone->timings.decode_ms_per_token,
                 alone->timings.prefill_ms);
     PrintSpeculative("fixed", *spec, *alone);
-    if (adaptive != nullptr) {
-      engine::SpeculativeDecoder adaptive_decoder(*target, *adaptive, nullptr);
-      absl::StatusOr<engine::GenerationResult> cut =
-          Fastest(adaptive_decoder, request, flags.repeats);
+    if (flags.min_confidence > 0) {
+      absl::StatusOr<engine::GenerationResult> cut = Fastest(*adaptive, request, flags.repeats);
       if (!cut.ok()) return cut.status();
       PrintSpeculative("adaptive", *cut, *alone);
     }

@@ -3,16 +3,14 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
-#include <chrono>
-#include <optional>
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/model/dflash_cache.h"
 #include "common/rpc/context_buffer.h"
 #include "common/rpc/proto_duration.h"
 #include "common/rpc/random_id.h"
-#include "common/engine/dflash_block_drafter.h"
+#include "common/engine/target_session.h"
 #include "common/engine/elapsed.h"
 
 namespace specd::drafter {
@@ -22,8 +20,9 @@ struct DrafterHandler::Session {
 
   std::mutex mutex;  // calls on one session are serial by contract; this keeps a misuse safe
   rpc::ContextBufferReader context;
-  std::optional<model::DFlashCache> cache;  // sized to the mapped buffer's rows
-  std::string buffer;                       // the buffer the cache was projected from
+  std::unique_ptr<engine::DraftSession> draft;  // sized to the mapped buffer's rows
+  int64_t capacity = 0;                         // positions `draft` holds at most
+  std::string buffer;                           // the buffer `draft` was projected from
 };
 
 namespace {
@@ -38,21 +37,23 @@ std::string BufferKey(const v1::TensorHandle& handle) {
 absl::StatusOr<std::unique_ptr<DrafterHandler>> DrafterHandler::Create(
     model::DFlashDrafter drafter, model::TokenHead head, io::Qwen35TextConfig target_config,
     DrafterOptions options) {
-  absl::StatusOr<int64_t> checked = engine::CheckDFlashBlockOptions(
-      drafter, target_config,
-      {.block_size = 0, .window = options.default_window, .min_confidence = 0});
-  if (!checked.ok()) return checked.status();
+  absl::StatusOr<std::unique_ptr<engine::DFlashBlockDrafter>> dflash =
+      engine::DFlashBlockDrafter::Create(std::move(drafter), std::move(head), target_config);
+  if (!dflash.ok()) return dflash.status();
+  if (absl::Status window = (*dflash)->Resolve({.window = options.default_window}).status();
+      !window.ok()) {
+    return window;
+  }
   if (options.max_sessions < 1) {
     return absl::InvalidArgumentError("the drafter needs max_sessions ≥ 1");
   }
-  return std::unique_ptr<DrafterHandler>(new DrafterHandler(
-      std::move(drafter), std::move(head), std::move(target_config), std::move(options)));
+  return std::unique_ptr<DrafterHandler>(
+      new DrafterHandler(*std::move(dflash), std::move(target_config), std::move(options)));
 }
 
-DrafterHandler::DrafterHandler(model::DFlashDrafter drafter, model::TokenHead head,
+DrafterHandler::DrafterHandler(std::unique_ptr<engine::DFlashBlockDrafter> drafter,
                                io::Qwen35TextConfig target_config, DrafterOptions options)
     : drafter_(std::move(drafter)),
-      head_(std::move(head)),
       target_config_(std::move(target_config)),
       options_(std::move(options)),
       instance_id_(rpc::NewInstanceId()),
@@ -67,33 +68,27 @@ absl::StatusOr<std::shared_ptr<DrafterHandler::Session>> DrafterHandler::FindOrO
     const std::string& session_id, bool& opened) {
   if (std::shared_ptr<Session> found = sessions_.Find(session_id)) return found;
   opened = true;
-  const auto width =
-      static_cast<int64_t>(drafter_.config().target_layer_ids.size()) * target_config_.hidden_size;
+  const auto width = static_cast<int64_t>(drafter_->TargetHiddenStates().size()) *
+                     target_config_.hidden_size;
   return sessions_.Insert(session_id, std::make_shared<Session>(width));
 }
 
 absl::StatusOr<v1::DraftResponse> DrafterHandler::Draft(const v1::DraftRequest& request) {
-  const int64_t trained = drafter_.config().block_size;
-  const int64_t block_size = request.block_size() == 0 ? trained : request.block_size();
-  if (block_size < 1 || block_size > trained) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("block_size ", block_size, " is outside [1, ", trained, "]"));
+  absl::StatusOr<engine::DraftOptions> options = drafter_->Resolve(
+      {.block_size = request.block_size(),
+       .window = request.has_window() ? request.window() : options_.default_window,
+       .min_confidence = request.min_confidence()});
+  if (!options.ok()) return options.status();
+  const int64_t anchor = request.anchor_token_id();
+  if (absl::Status ids = engine::CheckTokenIds({&anchor, 1}, target_config_.vocab_size);
+      !ids.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("anchor_token_id: ", ids.message()));
   }
-  if (!(request.min_confidence() >= 0 && request.min_confidence() <= 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("min_confidence ", request.min_confidence(), " is outside [0, 1]"));
-  }
-  if (request.anchor_token_id() >= target_config_.vocab_size) {
-    return absl::InvalidArgumentError(absl::StrCat("anchor_token_id ", request.anchor_token_id(),
-                                                   " is outside the vocabulary of ",
-                                                   target_config_.vocab_size));
-  }
-  const int64_t window = request.has_window() ? request.window() : options_.default_window;
   bool opened = false;
   absl::StatusOr<std::shared_ptr<Session>> session = FindOrOpen(request.session_id(), opened);
   if (!session.ok()) return session.status();
   std::lock_guard lock((*session)->mutex);
-  absl::StatusOr<v1::DraftResponse> response = RunDraft(**session, request, block_size, window);
+  absl::StatusOr<v1::DraftResponse> response = RunDraft(**session, request, *options);
   // A refused first Draft opens nothing, and a failed forward may leave the cache part-way.
   if (!response.ok() && (opened || response.status().code() == absl::StatusCode::kInternal)) {
     sessions_.Erase(request.session_id());
@@ -103,7 +98,7 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::Draft(const v1::DraftRequest& 
 
 absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
                                                            const v1::DraftRequest& request,
-                                                           int64_t block_size, int64_t window) {
+                                                           const engine::DraftOptions& options) {
   const engine::Clock::time_point start = engine::Clock::now();
   if (absl::Status accepted = session.context.Accept(request.context()); !accepted.ok()) {
     return accepted;
@@ -111,41 +106,38 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
   // Context projected from another buffer (a restarted verifier, a reused session id) is not
   // this one's.
   if (const std::string buffer = BufferKey(request.context()); buffer != session.buffer) {
-    if (session.cache.has_value()) session.cache->Reset();
+    session.draft.reset();
     session.buffer = buffer;
   }
-  const int64_t begin = request.context().token_range().begin();
   const int64_t end = request.context().token_range().end();
   v1::DraftResponse response;
   try {
-    if (!session.cache.has_value() || session.cache->max_length() < session.context.rows()) {
-      absl::StatusOr<model::DFlashCache> cache = drafter_.NewCache(session.context.rows());
-      if (!cache.ok()) return cache.status();
-      session.cache.emplace(*std::move(cache));
+    if (session.draft == nullptr || session.capacity < session.context.rows()) {
+      absl::StatusOr<std::unique_ptr<engine::DraftSession>> draft =
+          drafter_->OpenSession(session.context.rows());
+      if (!draft.ok()) return draft.status();
+      session.draft = *std::move(draft);
+      session.capacity = session.context.rows();
     }
-    model::DFlashCache& cache = *session.cache;
-    // Rows the verifier rewrote are dropped; rows the drafter has not seen yet are projected
-    // straight from the mapped buffer (never copied: AppendContext only reads them).
-    if (begin < cache.length()) {
-      if (absl::Status truncated = cache.Truncate(begin); !truncated.ok()) return truncated;
-    }
+    engine::DraftSession& draft = *session.draft;
+    // Rows the verifier rewrote are taken in again, and so are rows of verifies this drafter was
+    // not called for; they are projected straight from the mapped buffer (never copied).
+    const int64_t from =
+        std::min<int64_t>(request.context().token_range().begin(), draft.length());
     std::lock_guard compute(compute_mutex_);
-    if (const int64_t fresh = end - cache.length(); fresh > 0) {
-      const at::Tensor rows = at::from_blob(const_cast<float*>(session.context.Row(cache.length())),
-                                            {fresh, session.context.width()}, at::kFloat)
-                                  .to(drafter_.options().device, drafter_.options().dtype);
-      if (absl::Status appended = drafter_.AppendContext(rows, cache); !appended.ok()) {
-        return appended;
-      }
+    const at::Tensor rows =
+        at::from_blob(const_cast<float*>(session.context.Row(from)),
+                      {std::max<int64_t>(end - from, 0), session.context.width()}, at::kFloat);
+    if (absl::Status appended = draft.Append({.begin = from, .ids = {}, .rows = rows});
+        !appended.ok()) {
+      return appended;
     }
-    absl::StatusOr<engine::DraftProposal> proposal = engine::ProposeBlock(
-        drafter_, head_, cache, request.anchor_token_id(), block_size, block_size - 1,
-        {.block_size = block_size, .window = window, .min_confidence = request.min_confidence()},
-        request.return_confidence());
+    absl::StatusOr<engine::DraftProposal> proposal = draft.Propose(
+        request.anchor_token_id(), options.block_size - 1, options, request.return_confidence());
     if (!proposal.ok()) return proposal.status();
     response.mutable_draft_token_ids()->Assign(proposal->tokens.begin(), proposal->tokens.end());
     response.mutable_confidence()->Assign(proposal->confidence.begin(), proposal->confidence.end());
-    response.set_context_length(static_cast<uint32_t>(cache.length()));
+    response.set_context_length(static_cast<uint32_t>(draft.length()));
   } catch (const c10::Error& error) {
     return absl::InternalError(absl::StrCat("draft failed: ", error.what_without_backtrace()));
   }
@@ -161,7 +153,7 @@ absl::StatusOr<v1::DrafterServiceReleaseResponse> DrafterHandler::Release(
 }
 
 absl::StatusOr<v1::DrafterServiceInfoResponse> DrafterHandler::Info() {
-  const io::DFlashDraftConfig& config = drafter_.config();
+  const io::DFlashDraftConfig& config = drafter_->model().config();
   v1::DrafterServiceInfoResponse info;
   info.set_instance_id(instance_id_);
   info.set_model_name(options_.model_name);
@@ -176,7 +168,7 @@ absl::StatusOr<v1::DrafterServiceInfoResponse> DrafterHandler::Info() {
   info.set_vocab_size(static_cast<uint32_t>(target_config_.vocab_size));
   info.set_default_window(static_cast<uint32_t>(options_.default_window));
   info.add_memory_kinds(v1::MEMORY_KIND_POSIX_SHM);
-  info.set_device(drafter_.options().device.str());
+  info.set_device(drafter_->model().options().device.str());
   info.set_uses_shared_weights(false);
   info.set_max_sessions(static_cast<uint32_t>(options_.max_sessions));
   *info.mutable_session_idle_timeout() = rpc::ToProtoDuration(options_.session_idle_timeout);

@@ -1,8 +1,8 @@
 #pragma once
-// The DFlash drafter service (protos/specd/v1/drafter.proto): the drafter, the target's embedding
-// and head, and one session per request — a mapping of the verifier's context buffer and the
-// drafter's context K/V cache. Each Draft projects the context rows it has not seen yet and
-// proposes one block in one non-causal forward (engine::ProposeBlock).
+// The DFlash drafter service (protos/specd/v1/drafter.proto): the drafter with the target's
+// embedding and head, and a table of the engine's draft sessions, one per request, each with a
+// mapping of the verifier's context buffer. Each Draft takes in the context rows its session has
+// not seen yet and proposes one block in one non-causal forward (engine::DFlashBlockDrafter).
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "common/io/qwen35_config.h"
 #include "common/metrics/gauge.h"
+#include "common/engine/dflash_block_drafter.h"
 #include "common/model/dflash_drafter.h"
 #include "common/model/token_head.h"
 #include "common/rpc/session_table.h"
@@ -46,17 +47,16 @@ class DrafterHandler final : public DrafterClient {
  private:
   struct Session;
 
-  DrafterHandler(model::DFlashDrafter drafter, model::TokenHead head,
+  DrafterHandler(std::unique_ptr<engine::DFlashBlockDrafter> drafter,
                  io::Qwen35TextConfig target_config, DrafterOptions options);
 
   // The session, opened (`opened` set) on its first Draft.
   absl::StatusOr<std::shared_ptr<Session>> FindOrOpen(const std::string& session_id, bool& opened);
   // Brings the session's cache up to the handle's token_range.end and drafts the block.
   absl::StatusOr<v1::DraftResponse> RunDraft(Session& session, const v1::DraftRequest& request,
-                                             int64_t block_size, int64_t window);
+                                             const engine::DraftOptions& options);
 
-  const model::DFlashDrafter drafter_;
-  const model::TokenHead head_;
+  const std::unique_ptr<const engine::DFlashBlockDrafter> drafter_;
   const io::Qwen35TextConfig target_config_;
   const DrafterOptions options_;
   const std::string instance_id_;

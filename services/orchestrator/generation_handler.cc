@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <iostream>
-#include <random>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -12,9 +11,11 @@
 #include "common/rpc/proto_duration.h"
 #include "common/rpc/random_id.h"
 #include "common/engine/elapsed.h"
+#include "common/engine/decode_loop.h"
 #include "common/engine/generation_output.h"
 #include "common/engine/stop_criteria.h"
 #include "services/orchestrator/prompt.h"
+#include "services/orchestrator/remote_ports.h"
 #include "services/verifier/sampling_params.h"
 
 namespace specd::orchestrator {
@@ -38,6 +39,25 @@ v1::InputLengthRegime RegimeProto(engine::Regime regime) {
       return v1::INPUT_LENGTH_REGIME_LONG;
   }
   return v1::INPUT_LENGTH_REGIME_UNSPECIFIED;
+}
+
+v1::AcceptanceStats AcceptanceProto(const engine::AcceptanceStats& stats) {
+  v1::AcceptanceStats out;
+  const int64_t drafted_steps = stats.steps() - stats.target_only_steps;
+  int64_t draft_tokens = 0;
+  int64_t accepted_tokens = 0;
+  for (size_t i = 0; i < stats.proposed_at.size(); ++i) {
+    draft_tokens += stats.proposed_at[i];
+    accepted_tokens += stats.accepted_at[i];
+  }
+  out.set_num_drafts(static_cast<uint32_t>(drafted_steps));
+  out.set_num_draft_tokens(static_cast<uint32_t>(draft_tokens));
+  out.set_num_accepted_tokens(static_cast<uint32_t>(accepted_tokens));
+  out.mutable_accepted_per_position()->Assign(stats.accepted_at.begin(), stats.accepted_at.end());
+  out.set_mean_acceptance_length(
+      drafted_steps == 0 ? 0 : 1 + static_cast<double>(accepted_tokens) / drafted_steps);
+  out.set_num_target_only_steps(static_cast<uint32_t>(stats.target_only_steps));
+  return out;
 }
 
 v1::FinishReason FinishReasonOf(engine::StopReason reason) {
@@ -65,9 +85,7 @@ struct GenerationHandler::Prepared {
   engine::Regime regime = engine::Regime::kShort;
   v1::SamplingParams sampling;  // every distribution field and the seed resolved
   engine::StopConfig stop;
-  int64_t block_size = 1;  // 1: target-only
-  int64_t window = 0;
-  float min_confidence = 0;
+  engine::DraftOptions draft;              // block size 1: target-only
   std::vector<uint32_t> tapped_layer_ids;  // the drafter's, when speculating
 };
 
@@ -110,11 +128,9 @@ absl::StatusOr<GenerationHandler::Prepared> GenerationHandler::Prepare(
   prepared.regime = engine::ClassifyRegime(prompt_length, options_.regimes);
 
   const v1::SamplingParams& sampling = request.sampling();
-  if (absl::Status valid =
-          verifier::ToModelSampling(sampling, verifier_info_.vocab_size()).status();
-      !valid.ok()) {
-    return valid;
-  }
+  absl::StatusOr<model::SamplingParams> resolved =
+      verifier::ToModelSampling(sampling, verifier_info_.vocab_size());
+  if (!resolved.ok()) return resolved.status();
   if (sampling.has_skip_special_tokens() && !sampling.skip_special_tokens()) {
     return absl::InvalidArgumentError(
         "sampling.skip_special_tokens = false is not supported by this server yet");
@@ -142,7 +158,7 @@ absl::StatusOr<GenerationHandler::Prepared> GenerationHandler::Prepare(
     return absl::InvalidArgumentError("sampling.stop needs a tokenizer, and this server has none");
   }
   prepared.sampling = sampling;
-  if (!sampling.has_seed()) prepared.sampling.set_seed(std::random_device()());
+  prepared.sampling.set_seed(resolved->seed);
   prepared.stop = engine::StopConfig{
       .max_new_tokens = max_new,
       .eos_ids = std::vector<int64_t>(verifier_info_.eos_token_ids().begin(),
@@ -158,22 +174,18 @@ absl::StatusOr<GenerationHandler::Prepared> GenerationHandler::Prepare(
                                     ? std::min(options_.default_block_size, drafter_block)
                                     : drafter_block;
   const int64_t block = speculation.has_block_size() ? speculation.block_size() : default_block;
-  if (speculation.has_block_size() &&
-      (block < 1 || (drafter.has_value() && block > drafter_block))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("speculation.block_size = ", block, " is outside [1, ", drafter_block, "]"));
+  // Without a drafter every request is target-only, whatever block it asks for.
+  absl::StatusOr<engine::DraftOptions> draft = engine::ResolveDraftOptions(
+      {.block_size = drafter.has_value() ? block : std::min<int64_t>(block, 1),
+       .window = speculation.has_draft_window() ? speculation.draft_window()
+                                                : options_.default_draft_window,
+       .min_confidence = speculation.min_draft_confidence()},
+      drafter_block);
+  if (!draft.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("speculation: ", draft.status().message()));
   }
-  if (speculation.has_min_draft_confidence() &&
-      !(speculation.min_draft_confidence() >= 0 && speculation.min_draft_confidence() <= 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("speculation.min_draft_confidence = ", speculation.min_draft_confidence(),
-                     " is outside [0, 1]"));
-  }
-  prepared.block_size = drafter.has_value() ? block : 1;
-  prepared.window =
-      speculation.has_draft_window() ? speculation.draft_window() : options_.default_draft_window;
-  prepared.min_confidence = speculation.min_draft_confidence();
-  if (prepared.block_size > 1) {
+  prepared.draft = *draft;
+  if (prepared.draft.block_size > 1) {
     prepared.tapped_layer_ids.assign(drafter->target_layer_ids().begin(),
                                      drafter->target_layer_ids().end());
   }
@@ -254,20 +266,7 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
                                        const Prepared& prepared, const BackendPool::Lease& pair,
                                        InFlight& flight, const Cancelled& cancelled,
                                        const StreamWriter& write, Clock::time_point arrival) {
-  const std::string session_id = absl::StrCat(id_prefix_, "-s", next_id_++);
   const auto prompt_length = static_cast<int64_t>(prepared.prompt.size());
-  bool speculate = prepared.block_size > 1;
-  bool drafter_session = false;
-  absl::Cleanup release = [&] {
-    v1::TargetVerifierServiceReleaseRequest verifier_release;
-    verifier_release.set_session_id(session_id);
-    (void)pair.verifier().Release(verifier_release);
-    if (drafter_session) {
-      v1::DrafterServiceReleaseRequest drafter_release;
-      drafter_release.set_session_id(session_id);
-      (void)pair.drafter()->Release(drafter_release);
-    }
-  };
   RequestRecord record{.regime = prepared.regime,
                        .finished_reason = "error",
                        .prompt_tokens = prompt_length,
@@ -280,60 +279,57 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
   };
 
   v1::PrefillRequest prefill;
-  prefill.set_session_id(session_id);
+  prefill.set_session_id(absl::StrCat(id_prefix_, "-s", next_id_++));
   prefill.mutable_token_ids()->Assign(prepared.prompt.begin(), prepared.prompt.end());
   *prefill.mutable_sampling() = prepared.sampling;
   prefill.set_max_session_length(
       static_cast<uint32_t>(prompt_length + prepared.stop.max_new_tokens));
   prefill.mutable_tapped_layer_ids()->Assign(prepared.tapped_layer_ids.begin(),
                                              prepared.tapped_layer_ids.end());
-  const Clock::time_point prefill_start = Clock::now();
-  absl::StatusOr<v1::PrefillResponse> prefilled = pair.verifier().Prefill(prefill);
-  if (!prefilled.ok()) return prefilled.status();
+  RemoteTargetPort target(pair.verifier(), std::move(prefill));
+  std::optional<RemoteDraftPort> draft;
+  if (prepared.draft.block_size > 1) draft.emplace(*pair.drafter(), target, prepared.draft);
 
-  engine::GenerationOutput output(tokenizer_, prepared.stop);
-  v1::AcceptanceStats acceptance;
-  std::vector<uint32_t> new_acceptance_lengths;
-  std::vector<v1::TokenLogprob> new_logprobs;  // one per token pushed since the last message
   double draft_seconds = 0;
   double verify_seconds = 0;
   bool first_message = true;
-  const Clock::time_point first_token_time = Clock::now();
-  Clock::time_point last_emission = first_token_time;
-  // One stream message: the tokens and text since the last one, cumulative counts, and on the
-  // last message why generation ended and where the time went.
-  auto send = [&](v1::FinishReason finish) {
+  bool client_gone = false;
+  const Clock::time_point prefill_start = Clock::now();
+  Clock::time_point first_token_time = prefill_start;
+  Clock::time_point last_emission = prefill_start;
+  // One stream message: the tokens and text of a step (if any), cumulative counts, and on the last
+  // message why generation ended (with the stop that matched, from the `ended` output) and where
+  // the time went.
+  auto send = [&](const engine::DecodeStep* step, int64_t completion_tokens,
+                  const engine::AcceptanceStats& stats, v1::FinishReason finish,
+                  const engine::GenerationOutput* ended) {
     v1::GenerateStreamResponse message;
     message.set_request_id(request.request_id());
-    output.EmitChunk([&message](const engine::GenerationChunk& chunk) {
-      message.mutable_token_ids()->Assign(chunk.ids.begin(), chunk.ids.end());
-      message.set_text(chunk.text);
-    });
-    message.mutable_acceptance_lengths()->Assign(new_acceptance_lengths.begin(),
-                                                 new_acceptance_lengths.end());
-    new_acceptance_lengths.clear();
-    for (v1::TokenLogprob& logprob : new_logprobs) *message.add_logprobs() = std::move(logprob);
-    new_logprobs.clear();
+    if (step != nullptr) {
+      message.mutable_token_ids()->Assign(step->chunk.ids.begin(), step->chunk.ids.end());
+      message.set_text(step->chunk.text);
+      if (step->proposed > 0) message.add_acceptance_lengths(step->accepted + 1);
+      for (const engine::TokenLogprob& logprob : step->logprobs) {
+        *message.add_logprobs() = verifier::ToProto(logprob);
+      }
+    }
     message.mutable_usage()->set_prompt_tokens(static_cast<uint32_t>(prompt_length));
-    message.mutable_usage()->set_completion_tokens(static_cast<uint32_t>(output.size()));
-    acceptance.set_mean_acceptance_length(
-        acceptance.num_drafts() == 0
-            ? 0
-            : 1 + static_cast<double>(acceptance.num_accepted_tokens()) / acceptance.num_drafts());
-    *message.mutable_acceptance() = acceptance;
+    message.mutable_usage()->set_completion_tokens(static_cast<uint32_t>(completion_tokens));
+    *message.mutable_acceptance() = AcceptanceProto(stats);
     message.set_regime(RegimeProto(prepared.regime));
-    message.set_seed(prefilled->seed());
+    message.set_seed(prepared.sampling.seed());
     if (first_message && request.return_prompt_token_ids()) {
       message.mutable_prompt_token_ids()->Assign(prepared.prompt.begin(), prepared.prompt.end());
     }
     first_message = false;
     if (finish != v1::FINISH_REASON_UNSPECIFIED) {
       message.set_finish_reason(finish);
-      if (output.stop_reason() == engine::StopReason::kEos ||
-          output.stop_reason() == engine::StopReason::kStopToken) {
-        message.mutable_stop_match()->set_token_id(static_cast<uint32_t>(output.ids().back()));
-      } else if (output.stop_reason() == engine::StopReason::kStopString) {
-        message.mutable_stop_match()->set_stop_string(*output.matched_stop_string());
+      const engine::StopReason reason =
+          ended == nullptr ? engine::StopReason::kCancelled : ended->stop_reason();
+      if (reason == engine::StopReason::kEos || reason == engine::StopReason::kStopToken) {
+        message.mutable_stop_match()->set_token_id(static_cast<uint32_t>(ended->ids().back()));
+      } else if (reason == engine::StopReason::kStopString) {
+        message.mutable_stop_match()->set_stop_string(*ended->matched_stop_string());
       }
       v1::RequestTiming& timing = *message.mutable_timing();
       *timing.mutable_queue_time() = rpc::ToProtoDuration(prefill_start - arrival);
@@ -343,110 +339,56 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
       *timing.mutable_verify_time() = rpc::ToProtoDuration(absl::Seconds(verify_seconds));
       record.finished_reason = FinishReasonLabel(finish);
     }
-    record.generation_tokens = output.size();
+    record.generation_tokens = completion_tokens;
     return write(message);
   };
+  // The statistics as of the last step, for the message that ends an aborted request.
+  std::optional<engine::AcceptanceStats> final_stats;
 
-  if (absl::StatusOr<bool> pushed = output.Push(prefilled->next_token_id()); !pushed.ok()) {
-    return pushed.status();
-  }
-  if (prefilled->has_next_token_logprob()) new_logprobs.push_back(prefilled->next_token_logprob());
-  record.time_to_first_token_s = SecondsBetween(arrival, first_token_time);
-  uint64_t generation = prefilled->generation();
-  v1::TensorHandle context = prefilled->context();
-  if (output.stopped()) {
-    send(FinishReasonOf(output.stop_reason()));
+  engine::DecodeHooks hooks;
+  hooks.cancelled = [&] { return flight.aborted || cancelled(); };
+  hooks.on_step = [&](const engine::DecodeStep& step, const engine::GenerationOutput& output,
+                      const engine::AcceptanceStats& stats) {
+    const Clock::time_point now = Clock::now();
+    if (step.prefill) {
+      first_token_time = now;
+      record.time_to_first_token_s = SecondsBetween(arrival, now);
+    } else {
+      if (step.draft_ms.has_value()) {
+        draft_seconds += *step.draft_ms / 1e3;
+        metrics_.RecordDraftCall(prepared.regime, *step.draft_ms / 1e3);
+      }
+      if (!step.drafter_failure.ok()) {
+        std::cerr << "orchestrator: request " << request.request_id()
+                  << " continues target-only: " << step.drafter_failure << "\n";
+        metrics_.RecordDrafterFallback();
+      }
+      verify_seconds += step.target_ms / 1e3;
+      metrics_.RecordVerifyCall(prepared.regime, step.target_ms / 1e3);
+      if (step.proposed > 0) {
+        metrics_.RecordDraftedStep(prepared.regime, step.proposed, step.accepted);
+      }
+      metrics_.RecordInterTokenLatency(prepared.regime, SecondsBetween(last_emission, now));
+    }
+    last_emission = now;
+    final_stats = stats;
+    const v1::FinishReason finish = output.stopped() ? FinishReasonOf(output.stop_reason())
+                                                     : v1::FINISH_REASON_UNSPECIFIED;
+    client_gone = !send(&step, output.size(), stats, finish, &output);
+    return !client_gone;
+  };
+  absl::StatusOr<engine::GenerationResult> result = engine::RunDecodeLoop(
+      target, draft.has_value() ? &*draft : nullptr, tokenizer_, prepared.stop, hooks);
+  if (!result.ok()) return result.status();
+  if (result->stop_reason != engine::StopReason::kCancelled) return absl::OkStatus();
+  if (client_gone) return absl::CancelledError("the client went away");
+  if (flight.aborted) {
+    send(nullptr, static_cast<int64_t>(result->ids.size()), *final_stats,
+         v1::FINISH_REASON_ABORT, nullptr);
     return absl::OkStatus();
   }
-  if (!send(v1::FINISH_REASON_UNSPECIFIED)) return absl::CancelledError("the client went away");
-
-  while (!output.stopped()) {
-    if (flight.aborted) {
-      send(v1::FINISH_REASON_ABORT);
-      return absl::OkStatus();
-    }
-    if (cancelled()) {
-      record.finished_reason = "abort";
-      return absl::CancelledError("the client cancelled or its deadline passed");
-    }
-    // The step emits at most one token per block position: drafts stop where the output must.
-    const int64_t room = prepared.stop.max_new_tokens - output.size();
-    std::vector<uint32_t> drafts;
-    if (speculate) {
-      v1::DraftRequest draft;
-      draft.set_session_id(session_id);
-      *draft.mutable_context() = context;
-      draft.set_anchor_token_id(static_cast<uint32_t>(output.ids().back()));
-      draft.set_block_size(static_cast<uint32_t>(prepared.block_size));
-      draft.set_window(static_cast<uint32_t>(prepared.window));
-      draft.set_min_confidence(prepared.min_confidence);
-      drafter_session = true;
-      const Clock::time_point start = Clock::now();
-      absl::StatusOr<v1::DraftResponse> drafted = pair.drafter()->Draft(draft);
-      const double seconds = SecondsBetween(start, Clock::now());
-      draft_seconds += seconds;
-      metrics_.RecordDraftCall(prepared.regime, seconds);
-      if (drafted.ok()) {
-        const int64_t kept = std::min<int64_t>(drafted->draft_token_ids_size(), room - 1);
-        drafts.assign(drafted->draft_token_ids().begin(),
-                      drafted->draft_token_ids().begin() + kept);
-      } else {
-        // The output never depends on the drafter, so losing it costs speed only.
-        std::cerr << "orchestrator: request " << request.request_id()
-                  << " continues target-only: " << drafted.status() << "\n";
-        metrics_.RecordDrafterFallback();
-        speculate = false;
-      }
-    }
-    v1::VerifyRequest verify;
-    verify.set_session_id(session_id);
-    verify.set_expected_generation(generation);
-    verify.mutable_draft_token_ids()->Assign(drafts.begin(), drafts.end());
-    const Clock::time_point start = Clock::now();
-    absl::StatusOr<v1::VerifyResponse> verified = pair.verifier().Verify(verify);
-    const double seconds = SecondsBetween(start, Clock::now());
-    verify_seconds += seconds;
-    metrics_.RecordVerifyCall(prepared.regime, seconds);
-    if (!verified.ok()) return verified.status();
-    generation = verified->generation();
-    context = verified->context();
-
-    std::vector<int64_t> emitted(verified->accepted_token_ids().begin(),
-                                 verified->accepted_token_ids().end());
-    emitted.push_back(verified->next_token_id());
-    for (size_t i = 0; i < emitted.size(); ++i) {
-      absl::StatusOr<bool> stopped = output.Push(emitted[i]);
-      if (!stopped.ok()) return stopped.status();
-      if (static_cast<int>(i) < verified->logprobs_size()) {
-        new_logprobs.push_back(verified->logprobs(static_cast<int>(i)));
-      }
-      if (*stopped) break;
-    }
-    const int64_t accepted = verified->accepted_token_ids_size();
-    if (drafts.empty()) {
-      acceptance.set_num_target_only_steps(acceptance.num_target_only_steps() + 1);
-    } else {
-      acceptance.set_num_drafts(acceptance.num_drafts() + 1);
-      acceptance.set_num_draft_tokens(acceptance.num_draft_tokens() + drafts.size());
-      acceptance.set_num_accepted_tokens(acceptance.num_accepted_tokens() + accepted);
-      for (int64_t position = 0; position < accepted; ++position) {
-        if (acceptance.accepted_per_position_size() <= position) {
-          acceptance.add_accepted_per_position(0);
-        }
-        acceptance.set_accepted_per_position(position,
-                                             acceptance.accepted_per_position(position) + 1);
-      }
-      new_acceptance_lengths.push_back(static_cast<uint32_t>(accepted + 1));
-      metrics_.RecordDraftedStep(prepared.regime, static_cast<int64_t>(drafts.size()), accepted);
-    }
-    const Clock::time_point now = Clock::now();
-    metrics_.RecordInterTokenLatency(prepared.regime, SecondsBetween(last_emission, now));
-    last_emission = now;
-    const v1::FinishReason finish =
-        output.stopped() ? FinishReasonOf(output.stop_reason()) : v1::FINISH_REASON_UNSPECIFIED;
-    if (!send(finish)) return absl::CancelledError("the client went away");
-  }
-  return absl::OkStatus();
+  record.finished_reason = "abort";
+  return absl::CancelledError("the client cancelled or its deadline passed");
 }
 
 v1::AbortResponse GenerationHandler::Abort(const v1::AbortRequest& request) {

@@ -1,5 +1,6 @@
 #include "services/verifier/sampling_params.h"
 
+#include <random>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -68,6 +69,27 @@ absl::StatusOr<model::SamplingParams> ToModelSampling(const v1::SamplingParams& 
       return absl::InvalidArgumentError(absl::StrCat("sampling.stop_token_ids has ", id,
                                                      ", outside the vocabulary of ", vocab_size));
     }
+  }
+  out.seed = params.has_seed() ? params.seed() : std::random_device()();
+  return out;
+}
+
+v1::TokenLogprob ToProto(const engine::TokenLogprob& logprob) {
+  v1::TokenLogprob out;
+  out.set_token_id(static_cast<uint32_t>(logprob.token));
+  out.set_logprob(logprob.logprob);
+  for (const auto& [id, value] : logprob.top) {
+    v1::TokenLogprob::Candidate& candidate = *out.add_top_logprobs();
+    candidate.set_token_id(static_cast<uint32_t>(id));
+    candidate.set_logprob(value);
+  }
+  return out;
+}
+
+engine::TokenLogprob FromProto(const v1::TokenLogprob& logprob) {
+  engine::TokenLogprob out{.token = logprob.token_id(), .logprob = logprob.logprob(), .top = {}};
+  for (const v1::TokenLogprob::Candidate& candidate : logprob.top_logprobs()) {
+    out.top.emplace_back(candidate.token_id(), candidate.logprob());
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "common/engine/ports.h"
 #include "common/model/sampling.h"
 #include "specd/v1/types.pb.h"
 
@@ -15,8 +16,13 @@ inline constexpr double kGreedyTemperature = 1e-5;
 // Most alternatives SamplingParams.top_logprobs may ask for (vLLM's default limit).
 inline constexpr uint32_t kMaxTopLogprobs = 20;
 
-// Everything but the seed, which the caller resolves (params.seed or a fresh draw).
+// Every field, the seed included: params.seed, or a fresh draw when it is unset (the one place a
+// served request's seed is drawn).
 absl::StatusOr<model::SamplingParams> ToModelSampling(const v1::SamplingParams& params,
                                                       int64_t vocab_size);
+
+// A token's log-probabilities between the contract and the engine.
+v1::TokenLogprob ToProto(const engine::TokenLogprob& logprob);
+engine::TokenLogprob FromProto(const v1::TokenLogprob& logprob);
 
 }  // namespace specd::verifier

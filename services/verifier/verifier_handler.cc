@@ -1,82 +1,37 @@
 #include "services/verifier/verifier_handler.h"
 
 #include <ATen/ATen.h>
-#include <c10/util/Exception.h>
 
 #include <algorithm>
 #include <optional>
-#include <random>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/context_buffer.h"
 #include "common/rpc/proto_duration.h"
 #include "common/rpc/random_id.h"
-#include "common/engine/draft_acceptance.h"
+#include "common/engine/stop_criteria.h"
 #include "common/engine/elapsed.h"
 #include "services/verifier/sampling_params.h"
 
 namespace specd::verifier {
 namespace {
 
-absl::Status CheckIds(const google::protobuf::RepeatedField<uint32_t>& ids, int64_t vocab_size,
-                      const char* field) {
-  for (const uint32_t id : ids) {
-    if (id >= vocab_size) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, " has id ", id, ", outside the vocabulary of ", vocab_size));
-    }
-  }
-  return absl::OkStatus();
-}
-
-// Log-probabilities of `tokens`, one per row of `logits` [rows ≥ tokens, vocab], from the
-// target's raw distribution (before penalties and temperature), with the `top` most likely
-// alternatives of each row.
-std::vector<v1::TokenLogprob> TokenLogprobs(const at::Tensor& logits,
-                                            const std::vector<int64_t>& tokens, int64_t top) {
-  const at::Tensor log_probabilities =
-      at::log_softmax(logits.narrow(0, 0, static_cast<int64_t>(tokens.size())).to(at::kFloat), -1)
-          .cpu();
-  std::vector<v1::TokenLogprob> out(tokens.size());
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    const at::Tensor row = log_probabilities[static_cast<int64_t>(i)];
-    out[i].set_token_id(static_cast<uint32_t>(tokens[i]));
-    out[i].set_logprob(row[tokens[i]].item<float>());
-    if (top > 0) {
-      const auto [values, ids] = row.topk(top);
-      for (int64_t k = 0; k < top; ++k) {
-        v1::TokenLogprob::Candidate& candidate = *out[i].add_top_logprobs();
-        candidate.set_token_id(static_cast<uint32_t>(ids[k].item<int64_t>()));
-        candidate.set_logprob(values[k].item<float>());
-      }
-    }
-  }
-  return out;
+// `status` with the contract's field name in front of its message.
+absl::Status AtField(const char* field, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat(field, ": ", status.message()));
 }
 
 }  // namespace
 
 struct VerifierHandler::Session {
-  Session(model::Qwen35Cache cache, const model::SamplingParams& sampling,
-          std::vector<int64_t> prompt)
-      : cache(std::move(cache)),
-        sampler(sampling),
-        seed(sampling.seed),
-        prompt(std::move(prompt)) {}
+  explicit Session(engine::TargetSession target) : target(std::move(target)) {}
 
   std::mutex mutex;  // calls on one session are serial by contract; this keeps a misuse safe
-  model::Qwen35Cache cache;
-  model::Sampler sampler;
-  uint64_t seed;
-  std::vector<int64_t> prompt;
-  std::vector<int64_t> generated;  // emitted tokens; the last is the pending anchor
-  std::vector<int64_t> taps;       // ForwardOptions::hidden_states indices (layer + 1)
-  std::vector<int64_t> stop_ids;   // end acceptance: EOS (unless ignore_eos) and stop ids
+  engine::TargetSession target;
   std::optional<rpc::ContextBuffer> context;
   uint64_t generation = 0;
-  bool logprobs = false;
-  int64_t top_logprobs = 0;
 };
 
 absl::StatusOr<std::unique_ptr<VerifierHandler>> VerifierHandler::Create(
@@ -113,41 +68,26 @@ VerifierHandler::~VerifierHandler() = default;
 absl::StatusOr<std::shared_ptr<VerifierHandler::Session>> VerifierHandler::NewSession(
     const v1::PrefillRequest& request) {
   const io::Qwen35TextConfig& config = target_.config();
-  if (request.token_ids().empty()) {
-    return absl::InvalidArgumentError("token_ids: the prompt is empty");
-  }
-  if (absl::Status ids = CheckIds(request.token_ids(), config.vocab_size, "token_ids"); !ids.ok()) {
-    return ids;
-  }
-  const int64_t max_length =
-      request.max_session_length() == 0
-          ? options_.max_session_length
-          : std::min<int64_t>(request.max_session_length(), options_.max_session_length);
-  // The prompt and at least the first generated token.
-  if (request.token_ids_size() + 1 > max_length) {
-    return absl::OutOfRangeError(absl::StrCat("a prompt of ", request.token_ids_size(),
-                                              " tokens leaves no room in a session of ",
-                                              max_length));
-  }
   absl::StatusOr<model::SamplingParams> sampling =
       ToModelSampling(request.sampling(), config.vocab_size);
   if (!sampling.ok()) return sampling.status();
-  sampling->seed =
-      request.sampling().has_seed() ? request.sampling().seed() : std::random_device()();
-
-  absl::StatusOr<model::Qwen35Cache> cache = target_.NewCache(max_length);
-  if (!cache.ok()) return cache.status();
-  auto session = std::make_shared<Session>(
-      *std::move(cache), *sampling,
-      std::vector<int64_t>(request.token_ids().begin(), request.token_ids().end()));
-  session->stop_ids.assign(request.sampling().stop_token_ids().begin(),
-                           request.sampling().stop_token_ids().end());
-  session->logprobs = request.sampling().logprobs();
-  session->top_logprobs = request.sampling().top_logprobs();
-  if (!request.sampling().ignore_eos()) {
-    session->stop_ids.insert(session->stop_ids.end(), config.eos_token_ids.begin(),
-                             config.eos_token_ids.end());
-  }
+  const v1::SamplingParams& params = request.sampling();
+  engine::TargetSessionOptions options{
+      .prompt = std::vector<int64_t>(request.token_ids().begin(), request.token_ids().end()),
+      .sampling = *sampling,
+      .ending_ids = engine::EndingTokenIds(
+          {.max_new_tokens = 0,
+           .eos_ids = config.eos_token_ids,
+           .stop_ids = std::vector<int64_t>(params.stop_token_ids().begin(),
+                                            params.stop_token_ids().end()),
+           .stop_strings = {},
+           .ignore_eos = params.ignore_eos()}),
+      .hidden_states = {},
+      .max_length = request.max_session_length() == 0
+                        ? options_.max_session_length
+                        : std::min<int64_t>(request.max_session_length(),
+                                            options_.max_session_length),
+      .top_logprobs = params.logprobs() ? static_cast<int64_t>(params.top_logprobs()) : -1};
   const std::vector<int64_t> layers = request.tapped_layer_ids().empty()
                                           ? options_.tapped_layer_ids
                                           : std::vector<int64_t>(request.tapped_layer_ids().begin(),
@@ -157,12 +97,21 @@ absl::StatusOr<std::shared_ptr<VerifierHandler::Session>> VerifierHandler::NewSe
       return absl::InvalidArgumentError(absl::StrCat(
           "tapped_layer_ids has ", layer, ", outside the ", config.num_hidden_layers, " layers"));
     }
-    session->taps.push_back(layer + 1);  // hidden_states[0] is the embedding
+    options.hidden_states.push_back(layer + 1);  // hidden_states[0] is the embedding
   }
-  if (!session->taps.empty()) {
-    absl::StatusOr<rpc::ContextBuffer> buffer =
-        rpc::ContextBuffer::Create(instance_id_, next_buffer_id_++, max_length,
-                                   static_cast<int64_t>(session->taps.size()) * config.hidden_size);
+  const int64_t max_length = options.max_length;
+  const auto taps = static_cast<int64_t>(options.hidden_states.size());
+  absl::StatusOr<engine::TargetSession> target =
+      engine::TargetSession::Open(target_, std::move(options));
+  if (!target.ok()) {
+    return target.status().code() == absl::StatusCode::kInvalidArgument
+               ? AtField("token_ids", target.status())
+               : target.status();
+  }
+  auto session = std::make_shared<Session>(*std::move(target));
+  if (taps > 0) {
+    absl::StatusOr<rpc::ContextBuffer> buffer = rpc::ContextBuffer::Create(
+        instance_id_, next_buffer_id_++, max_length, taps * config.hidden_size);
     if (!buffer.ok()) return buffer.status();
     session->context = *std::move(buffer);
   }
@@ -183,28 +132,21 @@ absl::StatusOr<v1::PrefillResponse> VerifierHandler::Prefill(const v1::PrefillRe
 
 absl::StatusOr<v1::PrefillResponse> VerifierHandler::RunPrefill(Session& session) {
   const engine::Clock::time_point start = engine::Clock::now();
-  v1::PrefillResponse response;
-  try {
+  absl::StatusOr<engine::TargetStep> step;
+  {
     std::lock_guard compute(compute_mutex_);
-    absl::StatusOr<model::ForwardOutput> prefill =
-        target_.Prefill(session.prompt, session.cache,
-                        {.logit_rows = model::LogitRows::kLast, .hidden_states = session.taps});
-    if (!prefill.ok()) return prefill.status();
-    const int64_t first = session.sampler.Sample(prefill->logits.select(0, 0), session.prompt, {});
-    session.generated.push_back(first);
-    if (session.logprobs) {
-      *response.mutable_next_token_logprob() =
-          TokenLogprobs(prefill->logits, {first}, session.top_logprobs).front();
-    }
-    absl::StatusOr<v1::TensorHandle> context = PublishRows(
-        session, prefill->hidden_states, 0, static_cast<int64_t>(session.prompt.size()));
-    if (!context.ok()) return context.status();
-    if (session.context.has_value()) *response.mutable_context() = *std::move(context);
-    response.set_next_token_id(static_cast<uint32_t>(first));
-  } catch (const c10::Error& error) {
-    return absl::InternalError(absl::StrCat("prefill failed: ", error.what_without_backtrace()));
+    step = session.target.Prefill();
   }
-  response.set_seed(session.seed);
+  if (!step.ok()) return step.status();
+  v1::PrefillResponse response;
+  absl::StatusOr<v1::TensorHandle> context = PublishRows(session, step->context);
+  if (!context.ok()) return context.status();
+  if (session.context.has_value()) *response.mutable_context() = *std::move(context);
+  response.set_next_token_id(static_cast<uint32_t>(step->tokens.ids.front()));
+  if (!step->tokens.logprobs.empty()) {
+    *response.mutable_next_token_logprob() = ToProto(step->tokens.logprobs.front());
+  }
+  response.set_seed(session.target.seed());
   response.set_generation(session.generation);
   *response.mutable_compute_time() = rpc::ToProtoDuration(engine::Clock::now() - start);
   return response;
@@ -226,20 +168,6 @@ absl::StatusOr<v1::VerifyResponse> VerifierHandler::Verify(const v1::VerifyReque
         absl::StrCat("draft_token_ids: ", request.draft_token_ids_size(),
                      " drafts exceed the block of ", options_.max_block_size));
   }
-  if (absl::Status ids =
-          CheckIds(request.draft_token_ids(), target_.config().vocab_size, "draft_token_ids");
-      !ids.ok()) {
-    return ids;
-  }
-  // The session holds its cached positions and the pending anchor; the step may emit a token
-  // per block position.
-  const int64_t block_length = request.draft_token_ids_size() + 1;
-  const int64_t session_length = session->cache.length() + 1;
-  if (session_length + block_length > session->cache.max_length()) {
-    return absl::OutOfRangeError(
-        absl::StrCat("a block of ", block_length, " does not fit: ", session_length,
-                     " of the session's ", session->cache.max_length(), " tokens are used"));
-  }
   absl::StatusOr<v1::VerifyResponse> response = RunVerify(*session, request);
   if (!response.ok() && response.status().code() == absl::StatusCode::kInternal) {
     sessions_.Erase(request.session_id());  // its cache may be part-way through a forward
@@ -250,42 +178,27 @@ absl::StatusOr<v1::VerifyResponse> VerifierHandler::Verify(const v1::VerifyReque
 absl::StatusOr<v1::VerifyResponse> VerifierHandler::RunVerify(Session& session,
                                                               const v1::VerifyRequest& request) {
   const engine::Clock::time_point start = engine::Clock::now();
-  std::vector<int64_t> block = {session.generated.back()};
-  block.insert(block.end(), request.draft_token_ids().begin(), request.draft_token_ids().end());
-  const int64_t anchor_position = session.cache.length();
-  v1::VerifyResponse response;
-  try {
+  const std::vector<int64_t> drafts(request.draft_token_ids().begin(),
+                                    request.draft_token_ids().end());
+  absl::StatusOr<engine::TargetStep> step;
+  {
     std::lock_guard compute(compute_mutex_);
-    absl::StatusOr<model::ForwardOutput> verify =
-        target_.ForwardBlock(block, session.cache,
-                             {.logit_rows = model::LogitRows::kAll, .hidden_states = session.taps});
-    if (!verify.ok()) return verify.status();
-    absl::StatusOr<int64_t> accepted =
-        engine::AcceptDrafts(verify->logits, block, session.sampler, session.prompt,
-                           session.generated, [&session](int64_t token) -> absl::StatusOr<bool> {
-                             session.generated.push_back(token);
-                             return std::find(session.stop_ids.begin(), session.stop_ids.end(),
-                                              token) != session.stop_ids.end();
-                           });
-    if (!accepted.ok()) return accepted.status();
-    const int64_t committed = *accepted + 1;  // the anchor and the accepted drafts
-    if (absl::Status rolled = session.cache.Rollback(committed); !rolled.ok()) return rolled;
-    absl::StatusOr<v1::TensorHandle> context =
-        PublishRows(session, verify->hidden_states, anchor_position, committed);
-    if (!context.ok()) return context.status();
-    if (session.context.has_value()) *response.mutable_context() = *std::move(context);
-    response.mutable_accepted_token_ids()->Assign(block.begin() + 1, block.begin() + 1 + *accepted);
-    response.set_next_token_id(static_cast<uint32_t>(session.generated.back()));
-    if (session.logprobs) {
-      const std::vector<int64_t> emitted(session.generated.end() - committed,
-                                         session.generated.end());
-      for (v1::TokenLogprob& logprob :
-           TokenLogprobs(verify->logits, emitted, session.top_logprobs)) {
-        *response.add_logprobs() = std::move(logprob);
-      }
-    }
-  } catch (const c10::Error& error) {
-    return absl::InternalError(absl::StrCat("verify failed: ", error.what_without_backtrace()));
+    step = session.target.Verify(drafts);
+  }
+  if (!step.ok()) {
+    return step.status().code() == absl::StatusCode::kInvalidArgument
+               ? AtField("draft_token_ids", step.status())
+               : step.status();
+  }
+  v1::VerifyResponse response;
+  absl::StatusOr<v1::TensorHandle> context = PublishRows(session, step->context);
+  if (!context.ok()) return context.status();
+  if (session.context.has_value()) *response.mutable_context() = *std::move(context);
+  response.mutable_accepted_token_ids()->Assign(step->tokens.ids.begin(),
+                                                step->tokens.ids.end() - 1);
+  response.set_next_token_id(static_cast<uint32_t>(step->tokens.ids.back()));
+  for (const engine::TokenLogprob& logprob : step->tokens.logprobs) {
+    *response.add_logprobs() = ToProto(logprob);
   }
   response.set_generation(session.generation);
   *response.mutable_compute_time() = rpc::ToProtoDuration(engine::Clock::now() - start);
@@ -293,17 +206,17 @@ absl::StatusOr<v1::VerifyResponse> VerifierHandler::RunVerify(Session& session,
 }
 
 absl::StatusOr<v1::TensorHandle> VerifierHandler::PublishRows(
-    Session& session, const std::vector<at::Tensor>& hidden_states, int64_t begin, int64_t count) {
+    Session& session, const engine::CommittedContext& context) {
   ++session.generation;
   if (!session.context.has_value()) return v1::TensorHandle();
-  // The taps side by side, in tapped-layer order: the rows the drafter's `fc` takes.
-  const at::Tensor rows =
-      at::cat(hidden_states, /*dim=*/1).narrow(0, 0, count).to(at::kFloat).cpu().contiguous();
-  if (absl::Status written = session.context->WriteRows(begin, rows.data_ptr<float>(), count);
+  const auto count = static_cast<int64_t>(context.ids.size());
+  const at::Tensor rows = context.rows.to(at::kFloat).cpu().contiguous();
+  if (absl::Status written =
+          session.context->WriteRows(context.begin, rows.data_ptr<float>(), count);
       !written.ok()) {
     return written;
   }
-  v1::TensorHandle handle = session.context->Publish(begin, begin + count);
+  v1::TensorHandle handle = session.context->Publish(context.begin, context.begin + count);
   session.generation = handle.generation();
   return handle;
 }

@@ -1,9 +1,8 @@
 #pragma once
-// The target verifier (protos/specd/v1/verifier.proto): the target model and one session per
-// request — its cache, sampler, token history and the context buffer the drafter maps. Prefill
-// runs the prompt and samples the first token; each Verify runs one block forward, accepts the
-// drafts that match the target's own tokens (engine::AcceptDrafts), rolls the cache back to them
-// and writes their context rows.
+// The target verifier (protos/specd/v1/verifier.proto): the target model and a table of the
+// engine's target sessions, one per request, each with the context buffer the drafter maps.
+// Prefill and Verify are engine::TargetSession's; this adds the contract's checks and mapping,
+// one forward at a time, and writes each step's committed rows into the buffer.
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "common/engine/target_session.h"
 #include "common/metrics/gauge.h"
 #include "common/model/qwen35_model.h"
 #include "common/rpc/session_table.h"
@@ -54,11 +54,10 @@ class VerifierHandler final : public VerifierClient {
   absl::StatusOr<std::shared_ptr<Session>> NewSession(const v1::PrefillRequest& request);
   absl::StatusOr<v1::PrefillResponse> RunPrefill(Session& session);
   absl::StatusOr<v1::VerifyResponse> RunVerify(Session& session, const v1::VerifyRequest& request);
-  // Writes the committed rows [begin, begin + count) of `hidden_states` into the session's
-  // context buffer and returns its new handle (unset without one); advances the generation.
+  // Writes the rows a step committed into the session's context buffer and returns its new
+  // handle (unset without one); advances the generation.
   absl::StatusOr<v1::TensorHandle> PublishRows(Session& session,
-                                               const std::vector<at::Tensor>& hidden_states,
-                                               int64_t begin, int64_t count);
+                                               const engine::CommittedContext& context);
 
   const model::Qwen35Model& target_;
   const VerifierOptions options_;

@@ -3,8 +3,7 @@
 #include <memory>
 
 #include "common/engine/drafter_factory.h"
-#include "common/engine/speculative_decoder.h"
-#include "common/engine/target_decoder.h"
+#include "common/engine/generator.h"
 
 namespace specd::train {
 namespace {
@@ -36,25 +35,18 @@ struct Throughput {
 absl::StatusOr<SpeculativeEvaluation> EvaluateSpeculative(
     const model::Qwen35Model& target, const std::filesystem::path& drafter,
     const std::vector<std::vector<int64_t>>& prompts, const EvaluationOptions& options) {
-  absl::StatusOr<std::unique_ptr<engine::BlockDrafter>> block_drafter = engine::OpenBlockDrafter(
-      drafter.string(), target, {.block_size = 0, .window = options.window, .min_confidence = 0});
-  if (!block_drafter.ok()) return block_drafter.status();
-  engine::SpeculativeDecoder decoder(target, **block_drafter, nullptr);
+  absl::StatusOr<std::unique_ptr<engine::Drafter>> opened =
+      engine::OpenDrafter(drafter.string(), target);
+  if (!opened.ok()) return opened.status();
+  absl::StatusOr<engine::Generator> decoder = engine::Generator::Speculative(
+      target, **opened, nullptr, {.block_size = 0, .window = options.window, .min_confidence = 0});
+  if (!decoder.ok()) return decoder.status();
   engine::AcceptanceStats total;
   for (const std::vector<int64_t>& prompt : prompts) {
     absl::StatusOr<engine::GenerationResult> result =
-        decoder.Generate(GreedyRequest(prompt, options));
+        decoder->Generate(GreedyRequest(prompt, options));
     if (!result.ok()) return result.status();
-    const engine::AcceptanceStats& stats = *result->acceptance;
-    total.acceptance_lengths.insert(total.acceptance_lengths.end(),
-                                    stats.acceptance_lengths.begin(),
-                                    stats.acceptance_lengths.end());
-    total.proposed_at.resize(std::max(total.proposed_at.size(), stats.proposed_at.size()));
-    total.accepted_at.resize(total.proposed_at.size());
-    for (size_t i = 0; i < stats.proposed_at.size(); ++i) {
-      total.proposed_at[i] += stats.proposed_at[i];
-      total.accepted_at[i] += stats.accepted_at[i];
-    }
+    total.Merge(*result->acceptance);
   }
   SpeculativeEvaluation evaluation{.tau = total.tau(), .acceptance_by_position = {}};
   for (size_t i = 0; i < total.proposed_at.size(); ++i) {
@@ -70,11 +62,13 @@ absl::StatusOr<SpeedComparison> CompareSpeeds(const model::Qwen35Model& target,
                                               const std::filesystem::path& drafter,
                                               const std::vector<std::vector<int64_t>>& prompts,
                                               const EvaluationOptions& options, int64_t rounds) {
-  absl::StatusOr<std::unique_ptr<engine::BlockDrafter>> block_drafter = engine::OpenBlockDrafter(
-      drafter.string(), target, {.block_size = 0, .window = options.window, .min_confidence = 0});
-  if (!block_drafter.ok()) return block_drafter.status();
-  engine::TargetDecoder plain(target, nullptr);
-  engine::SpeculativeDecoder speculative(target, **block_drafter, nullptr);
+  absl::StatusOr<std::unique_ptr<engine::Drafter>> opened =
+      engine::OpenDrafter(drafter.string(), target);
+  if (!opened.ok()) return opened.status();
+  const engine::Generator plain(target, nullptr);
+  absl::StatusOr<engine::Generator> speculative = engine::Generator::Speculative(
+      target, **opened, nullptr, {.block_size = 0, .window = options.window, .min_confidence = 0});
+  if (!speculative.ok()) return speculative.status();
   Throughput plain_speed, speculative_speed;
   for (int64_t round = 0; round < rounds; ++round) {
     for (const std::vector<int64_t>& prompt : prompts) {
@@ -82,7 +76,7 @@ absl::StatusOr<SpeedComparison> CompareSpeeds(const model::Qwen35Model& target,
       absl::StatusOr<engine::GenerationResult> alone = plain.Generate(request);
       if (!alone.ok()) return alone.status();
       plain_speed.Add(*alone);
-      absl::StatusOr<engine::GenerationResult> drafted = speculative.Generate(request);
+      absl::StatusOr<engine::GenerationResult> drafted = speculative->Generate(request);
       if (!drafted.ok()) return drafted.status();
       speculative_speed.Add(*drafted);
     }

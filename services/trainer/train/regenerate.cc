@@ -17,7 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/model/qwen35_model.h"
-#include "common/engine/target_decoder.h"
+#include "common/engine/generator.h"
 #include "common/text/tokenizer.h"
 #include "services/trainer/train/conversations.h"
 
@@ -150,7 +150,7 @@ class Regenerator {
   text::ChatTemplate chat_;
   // One sequence per forward: the CPU engine has no batched decode, so a "batch" is a group of
   // conversations run one after another between two syncs of the output.
-  engine::TargetDecoder decoder_;
+  engine::Generator decoder_;
   std::vector<int64_t> end_ids_;
 };
 

@@ -1,7 +1,7 @@
 #pragma once
 // What the speculative engine's tests share: the qwen35-tiny-a targets (dense and W4A16), DFlash
 // drafters for them (the dflash-tiny-a fixture, or random ones written like `specd drafter
-// init`), and both decoders run to completion.
+// init`), and generation run to completion, target-only and speculative.
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -13,9 +13,8 @@
 #include "common/model/dflash_drafter.h"
 #include "common/model/qwen35_model.h"
 #include "common/model/random_drafter.h"
-#include "common/engine/block_drafter.h"
-#include "common/engine/speculative_decoder.h"
-#include "common/engine/target_decoder.h"
+#include "common/engine/draft_session.h"
+#include "common/engine/generator.h"
 #include "gtest/gtest.h"
 #include "tests/support/paths.h"
 #include "tests/unit/common/model/tensor_matchers.h"
@@ -86,19 +85,36 @@ inline GenerationRequest Request(std::vector<int64_t> prompt, int64_t max_new_to
 inline GenerationResult TargetOnly(const model::Qwen35Model& target,
                                    const GenerationRequest& request,
                                    const text::Tokenizer* tokenizer = nullptr) {
-  absl::StatusOr<GenerationResult> result = TargetDecoder(target, tokenizer).Generate(request);
+  absl::StatusOr<GenerationResult> result = Generator(target, tokenizer).Generate(request);
   EXPECT_TRUE(result.ok()) << result.status();
   return result.ok() ? *std::move(result) : GenerationResult{};
 }
 
-inline GenerationResult Speculative(const model::Qwen35Model& target, BlockDrafter& drafter,
+// A drafter and the options requests draft with.
+struct Drafting {
+  std::unique_ptr<Drafter> drafter;
+  DraftOptions options;
+};
+
+inline GenerationResult Speculative(const model::Qwen35Model& target, const Drafter& drafter,
+                                    const GenerationRequest& request,
+                                    const text::Tokenizer* tokenizer = nullptr,
+                                    const ChunkCallback& on_chunk = nullptr,
+                                    const DraftOptions& options = {}) {
+  absl::StatusOr<Generator> generator =
+      Generator::Speculative(target, drafter, tokenizer, options);
+  EXPECT_TRUE(generator.ok()) << generator.status();
+  if (!generator.ok()) return GenerationResult{};
+  absl::StatusOr<GenerationResult> result = generator->Generate(request, on_chunk);
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.ok() ? *std::move(result) : GenerationResult{};
+}
+
+inline GenerationResult Speculative(const model::Qwen35Model& target, const Drafting& drafting,
                                     const GenerationRequest& request,
                                     const text::Tokenizer* tokenizer = nullptr,
                                     const ChunkCallback& on_chunk = nullptr) {
-  absl::StatusOr<GenerationResult> result =
-      SpeculativeDecoder(target, drafter, tokenizer).Generate(request, on_chunk);
-  EXPECT_TRUE(result.ok()) << result.status();
-  return result.ok() ? *std::move(result) : GenerationResult{};
+  return Speculative(target, *drafting.drafter, request, tokenizer, on_chunk, drafting.options);
 }
 
 }  // namespace specd::engine::testing

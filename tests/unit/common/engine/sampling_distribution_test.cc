@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "common/engine/dflash_block_drafter.h"
+#include "common/engine/generator.h"
 #include "common/engine/oracle_drafter.h"
-#include "common/engine/speculative_decoder.h"
 #include "gtest/gtest.h"
 #include "tests/unit/common/engine/engine_fixture.h"
 
@@ -114,12 +114,14 @@ class SamplingDistributionTest : public ::testing::Test {
     return oracle_samples_;
   }
 
-  static std::vector<std::vector<int64_t>> Sample(BlockDrafter& drafter) {
-    SpeculativeDecoder decoder(*target_, drafter, nullptr);
+  static std::vector<std::vector<int64_t>> Sample(const Drafter& drafter) {
+    absl::StatusOr<Generator> decoder = Generator::Speculative(*target_, drafter, nullptr);
+    EXPECT_TRUE(decoder.ok()) << decoder.status();
+    if (!decoder.ok()) return {};
     std::vector<std::vector<int64_t>> samples;
     for (uint64_t seed = 0; seed < kSamples; ++seed) {
       absl::StatusOr<GenerationResult> result =
-          decoder.Generate(testing::Request(prompt_, 2, /*temperature=*/1.0, seed));
+          decoder->Generate(testing::Request(prompt_, 2, /*temperature=*/1.0, seed));
       EXPECT_TRUE(result.ok()) << result.status();
       if (result.ok()) samples.push_back(result->ids);
     }
@@ -164,8 +166,7 @@ TEST_F(SamplingDistributionTest, WithARandomDrafterBothTokensFollowTheTarget) {
       *target_, {.num_layers = 1, .block_size = kBlockSize, .seed = 2, .mask_token_id = -1});
   ASSERT_TRUE(drafter.ok()) << drafter.status();
   absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> block =
-      DFlashBlockDrafter::Create(*std::move(drafter), target_->token_head(), target_->config(),
-                                 {.block_size = kBlockSize, .window = 0, .min_confidence = 0});
+      DFlashBlockDrafter::Create(*std::move(drafter), target_->token_head(), target_->config());
   ASSERT_TRUE(block.ok()) << block.status();
   const std::vector<std::vector<int64_t>> samples = Sample(**block);
   EXPECT_TRUE(Fits(Column(samples, 0), exact_.first));

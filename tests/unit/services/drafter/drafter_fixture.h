@@ -1,10 +1,11 @@
 #pragma once
 // What the drafter service's tests share: drafter handlers, Draft requests, and in-process
-// drafting to hold the service to: a engine::DFlashBlockDrafter fed the way
-// engine::SpeculativeDecoder feeds it, with the tapped hidden states of the target forwards a
+// drafting to hold the service to: a session of engine::DFlashBlockDrafter fed the way the
+// in-process draft port feeds it, with the tapped hidden states of the target forwards a
 // verifier runs, replayed on a cache of their own.
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -44,61 +45,74 @@ inline std::unique_ptr<DrafterHandler> MakeDrafter(const model::Qwen35Model& tar
   return handler.ok() ? *std::move(handler) : nullptr;
 }
 
-// The dflash-tiny-a drafter in process, for `target`.
-inline std::unique_ptr<engine::DFlashBlockDrafter> InProcessDrafter(
-    const model::Qwen35Model& target, const engine::DFlashBlockOptions& options) {
+// The dflash-tiny-a drafter in process, for `target`, drafting with `options`.
+inline engine::testing::Drafting InProcessDrafter(const model::Qwen35Model& target,
+                                                  const engine::DraftOptions& options) {
   absl::StatusOr<model::DFlashDrafter> drafter = engine::testing::FixtureDrafter();
   EXPECT_TRUE(drafter.ok()) << drafter.status();
-  if (!drafter.ok()) return nullptr;
+  if (!drafter.ok()) return {};
   absl::StatusOr<std::unique_ptr<engine::DFlashBlockDrafter>> block =
-      engine::DFlashBlockDrafter::Create(*std::move(drafter), target.token_head(), target.config(),
-                                       options);
+      engine::DFlashBlockDrafter::Create(*std::move(drafter), target.token_head(),
+                                         target.config());
   EXPECT_TRUE(block.ok()) << block.status();
-  return block.ok() ? *std::move(block) : nullptr;
+  if (!block.ok()) return {};
+  absl::StatusOr<engine::DraftOptions> resolved = (*block)->Resolve(options);
+  EXPECT_TRUE(resolved.ok()) << resolved.status();
+  return {.drafter = *std::move(block), .options = resolved.ok() ? *resolved : options};
 }
 
 // One sequence drafted in process: the target prefills the prompt and runs each verify block on
-// its own cache, and `drafter` is started on and committed the positions the verifier keeps.
+// its own cache, and a session of `drafting` takes in the positions the verifier keeps.
 class InProcessDrafting {
  public:
-  // `target` and `drafter` must outlive this object.
-  InProcessDrafting(const model::Qwen35Model& target, engine::BlockDrafter& drafter)
-      : target_(target), drafter_(drafter) {}
+  // `target` and `drafting` must outlive this object.
+  InProcessDrafting(const model::Qwen35Model& target, const engine::testing::Drafting& drafting)
+      : target_(target), drafting_(drafting) {}
 
   absl::Status Start(const std::vector<int64_t>& prompt, int64_t max_length) {
     absl::StatusOr<model::Qwen35Cache> cache = target_.NewCache(max_length);
     if (!cache.ok()) return cache.status();
     cache_.emplace(*std::move(cache));
     absl::StatusOr<model::ForwardOutput> prefill = target_.Prefill(
-        prompt, *cache_,
-        {.logit_rows = model::LogitRows::kLast, .hidden_states = drafter_.TargetHiddenStates()});
+        prompt, *cache_, {.logit_rows = model::LogitRows::kLast, .hidden_states = Taps()});
     if (!prefill.ok()) return prefill.status();
-    return drafter_.Start({.ids = prompt, .hidden_states = prefill->hidden_states}, max_length);
+    absl::StatusOr<std::unique_ptr<engine::DraftSession>> session =
+        drafting_.drafter->OpenSession(max_length);
+    if (!session.ok()) return session.status();
+    session_ = *std::move(session);
+    return session_->Append(
+        {.begin = 0, .ids = prompt, .rows = at::cat(prefill->hidden_states, /*dim=*/1)});
   }
 
   absl::StatusOr<std::vector<int64_t>> Propose(int64_t anchor, int64_t max_tokens) {
-    return drafter_.Propose(anchor, max_tokens);
+    absl::StatusOr<engine::DraftProposal> proposal = session_->Propose(
+        anchor, std::min(drafting_.options.block_size - 1, max_tokens), drafting_.options,
+        /*report_confidence=*/false);
+    if (!proposal.ok()) return proposal.status();
+    return proposal->tokens;
   }
 
   // Runs the block a Verify ran (its anchor, then the drafts) and commits its first `committed`
   // positions, as the verifier did.
   absl::Status Commit(const std::vector<int64_t>& block, int64_t committed) {
+    const int64_t begin = cache_->length();
     absl::StatusOr<model::ForwardOutput> verify = target_.ForwardBlock(
-        block, *cache_,
-        {.logit_rows = model::LogitRows::kAll, .hidden_states = drafter_.TargetHiddenStates()});
+        block, *cache_, {.logit_rows = model::LogitRows::kAll, .hidden_states = Taps()});
     if (!verify.ok()) return verify.status();
     if (absl::Status rolled = cache_->Rollback(committed); !rolled.ok()) return rolled;
-    std::vector<at::Tensor> rows;
-    for (const at::Tensor& state : verify->hidden_states)
-      rows.push_back(state.narrow(0, 0, committed));
-    return drafter_.Commit(
-        {.ids = std::span(block).first(static_cast<size_t>(committed)), .hidden_states = rows});
+    return session_->Append(
+        {.begin = begin,
+         .ids = std::vector<int64_t>(block.begin(), block.begin() + committed),
+         .rows = at::cat(verify->hidden_states, /*dim=*/1).narrow(0, 0, committed)});
   }
 
  private:
+  std::vector<int64_t> Taps() const { return drafting_.drafter->TargetHiddenStates(); }
+
   const model::Qwen35Model& target_;
-  engine::BlockDrafter& drafter_;
+  const engine::testing::Drafting& drafting_;
   std::optional<model::Qwen35Cache> cache_;
+  std::unique_ptr<engine::DraftSession> session_;
 };
 
 }  // namespace specd::drafter::testing

@@ -77,11 +77,11 @@ class DrafterHandlerTest : public ::testing::Test {
 
   // What in-process drafting proposes after `prompt` alone, for the anchor Prefill returned.
   static std::vector<int64_t> ProposedInProcess(const std::vector<int64_t>& prompt, int64_t anchor,
-                                                const engine::DFlashBlockOptions& options) {
-    std::unique_ptr<engine::DFlashBlockDrafter> dflash = InProcessDrafter(Target(), options);
-    EXPECT_NE(dflash, nullptr);
-    if (dflash == nullptr) return {};
-    InProcessDrafting drafting(Target(), *dflash);
+                                                const engine::DraftOptions& options) {
+    const engine::testing::Drafting dflash = InProcessDrafter(Target(), options);
+    EXPECT_NE(dflash.drafter, nullptr);
+    if (dflash.drafter == nullptr) return {};
+    InProcessDrafting drafting(Target(), dflash);
     const absl::Status started = drafting.Start(prompt, kMaxLength);
     EXPECT_TRUE(started.ok()) << started;
     absl::StatusOr<std::vector<int64_t>> proposed = drafting.Propose(anchor, kTrainedBlock - 1);
@@ -92,7 +92,7 @@ class DrafterHandlerTest : public ::testing::Test {
   static inline std::unique_ptr<model::Qwen35Model> target_;
 };
 
-engine::DFlashBlockOptions BlockOptions(int64_t block_size, int64_t window = 0,
+engine::DraftOptions BlockOptions(int64_t block_size, int64_t window = 0,
                                       double min_confidence = 0) {
   return {.block_size = block_size, .window = window, .min_confidence = min_confidence};
 }
@@ -104,10 +104,10 @@ std::vector<float> Confidences(const v1::DraftResponse& response) {
 TEST_F(DrafterHandlerTest, DraftingThroughTheServiceEqualsInProcessDraftingStepByStep) {
   std::unique_ptr<verifier::VerifierHandler> verifier = Verifier();
   std::unique_ptr<DrafterHandler> drafter = Drafter();
-  std::unique_ptr<engine::DFlashBlockDrafter> dflash =
+  const engine::testing::Drafting dflash =
       InProcessDrafter(Target(), BlockOptions(kTrainedBlock));
-  ASSERT_TRUE(verifier != nullptr && drafter != nullptr && dflash != nullptr);
-  InProcessDrafting in_process(Target(), *dflash);
+  ASSERT_TRUE(verifier != nullptr && drafter != nullptr && dflash.drafter != nullptr);
+  InProcessDrafting in_process(Target(), dflash);
   const std::vector<int64_t> prompt = Prompt(20);
   ASSERT_TRUE(in_process.Start(prompt, kMaxLength).ok());
 
@@ -317,9 +317,9 @@ TEST_F(DrafterHandlerTest, RequestsItCannotServeAreInvalidArguments) {
 TEST_F(DrafterHandlerTest, RowsOfVerifiesItWasNotCalledForAreProjectedToo) {
   std::unique_ptr<verifier::VerifierHandler> verifier = Verifier();
   std::unique_ptr<DrafterHandler> drafter = Drafter();
-  std::unique_ptr<engine::DFlashBlockDrafter> dflash =
+  const engine::testing::Drafting dflash =
       InProcessDrafter(Target(), BlockOptions(kTrainedBlock));
-  ASSERT_TRUE(verifier != nullptr && drafter != nullptr && dflash != nullptr);
+  ASSERT_TRUE(verifier != nullptr && drafter != nullptr && dflash.drafter != nullptr);
   const std::vector<int64_t> prompt = Prompt(15);
   const std::vector<int64_t> expected =
       engine::testing::TargetOnly(Target(), engine::testing::Request(prompt, 6)).ids;
@@ -340,7 +340,7 @@ TEST_F(DrafterHandlerTest, RowsOfVerifiesItWasNotCalledForAreProjectedToo) {
   ASSERT_TRUE(draft.ok()) << draft.status();
   EXPECT_EQ(draft->context_length(), prompt.size() + 4);
 
-  InProcessDrafting in_process(Target(), *dflash);
+  InProcessDrafting in_process(Target(), dflash);
   ASSERT_TRUE(in_process.Start(prompt, kMaxLength).ok());
   ASSERT_TRUE(in_process.Commit(first_block, 3).ok());
   ASSERT_TRUE(in_process.Commit({expected[3]}, 1).ok());
@@ -380,15 +380,20 @@ TEST_F(DrafterHandlerTest, RowsRewrittenBelowTheCachedLengthAreDroppedAndProject
 
   // In process: the rows the buffer now holds, [0, 6) from before and [6, 12) from after.
   const auto proposed = [&](const at::Tensor& head, const at::Tensor& rest) {
-    std::unique_ptr<engine::DFlashBlockDrafter> dflash =
+    const engine::testing::Drafting dflash =
         InProcessDrafter(Target(), BlockOptions(kTrainedBlock));
-    EXPECT_NE(dflash, nullptr);
-    if (dflash == nullptr) return std::vector<int64_t>{};
-    EXPECT_TRUE(dflash->Start({.ids = {}, .hidden_states = {head}}, kMaxLength).ok());
-    EXPECT_TRUE(dflash->Commit({.ids = {}, .hidden_states = {rest}}).ok());
-    absl::StatusOr<std::vector<int64_t>> ids = dflash->Propose(kAnchor, kTrainedBlock - 1);
-    EXPECT_TRUE(ids.ok()) << ids.status();
-    return ids.ok() ? *ids : std::vector<int64_t>{};
+    EXPECT_NE(dflash.drafter, nullptr);
+    if (dflash.drafter == nullptr) return std::vector<int64_t>{};
+    absl::StatusOr<std::unique_ptr<engine::DraftSession>> session =
+        dflash.drafter->OpenSession(kMaxLength);
+    EXPECT_TRUE(session.ok()) << session.status();
+    if (!session.ok()) return std::vector<int64_t>{};
+    EXPECT_TRUE((*session)->Append({.begin = 0, .ids = {}, .rows = head}).ok());
+    EXPECT_TRUE((*session)->Append({.begin = head.size(0), .ids = {}, .rows = rest}).ok());
+    absl::StatusOr<engine::DraftProposal> proposal =
+        (*session)->Propose(kAnchor, kTrainedBlock - 1, dflash.options, false);
+    EXPECT_TRUE(proposal.ok()) << proposal.status();
+    return proposal.ok() ? proposal->tokens : std::vector<int64_t>{};
   };
   const std::vector<int64_t> expected =
       proposed(rows_before.narrow(0, 0, 6), rows_after.narrow(0, 6, 6));
@@ -403,9 +408,9 @@ TEST_F(DrafterHandlerTest, AHandleToAnotherBufferStartsTheContextOver) {
   // Verify's, whose rows begin past everything the old buffer held.
   std::unique_ptr<verifier::VerifierHandler> verifier = Verifier();
   std::unique_ptr<DrafterHandler> drafter = Drafter();
-  std::unique_ptr<engine::DFlashBlockDrafter> dflash =
+  const engine::testing::Drafting dflash =
       InProcessDrafter(Target(), BlockOptions(kTrainedBlock));
-  ASSERT_TRUE(verifier != nullptr && drafter != nullptr && dflash != nullptr);
+  ASSERT_TRUE(verifier != nullptr && drafter != nullptr && dflash.drafter != nullptr);
   absl::StatusOr<v1::PrefillResponse> old_prefill =
       verifier->Prefill(PrefillRequestFor("s", Prompt(8, /*seed=*/21)));
   ASSERT_TRUE(old_prefill.ok()) << old_prefill.status();
@@ -426,7 +431,7 @@ TEST_F(DrafterHandlerTest, AHandleToAnotherBufferStartsTheContextOver) {
       drafter->Draft(DraftRequestFor("s", verify->context(), verify->next_token_id()));
   ASSERT_TRUE(draft.ok()) << draft.status();
 
-  InProcessDrafting in_process(Target(), *dflash);
+  InProcessDrafting in_process(Target(), dflash);
   ASSERT_TRUE(in_process.Start(prompt, kMaxLength).ok());
   ASSERT_TRUE(in_process.Commit({prefill->next_token_id()}, 1).ok());
   absl::StatusOr<std::vector<int64_t>> proposed =

@@ -70,7 +70,7 @@ class VerifierHandlerTest : public ::testing::Test {
     return engine::testing::RandomPrompt(seed, length, Vocab());
   }
 
-  // engine::TargetDecoder's output for `prompt`, greedy unless `temperature`.
+  // Target-only generation's output for `prompt`, greedy unless `temperature`.
   static std::vector<int64_t> TargetOnly(const std::vector<int64_t>& prompt, int64_t new_tokens,
                                          double temperature = 0, uint64_t seed = 0) {
     return engine::testing::TargetOnly(Target(),

@@ -2,7 +2,7 @@
 // what target-only decoding gives (greedy: token for token; sampled: the same sequence for the
 // same seed), blocks stop exactly where target-only output stops, and the acceptance statistics
 // describe what happened. The oracle drafter shows the engine accepting whole blocks.
-#include "common/engine/speculative_decoder.h"
+#include "common/engine/generator.h"
 
 #include <ATen/ATen.h>
 
@@ -23,6 +23,7 @@
 namespace specd::engine {
 namespace {
 
+using testing::Drafting;
 using testing::FixtureDrafter;
 using testing::LoadTarget;
 using testing::RandomDrafter;
@@ -34,7 +35,7 @@ using testing::TargetOnly;
 constexpr int64_t kNewTokens = 24;
 constexpr int64_t kMaxBlock = 8;  // the drafters' trained block size
 
-class SpeculativeDecoderTest : public ::testing::Test {
+class SpeculativeGenerationTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     for (const char* name : {"qwen35-tiny-a", "qwen35-tiny-a-w4a16"}) {
@@ -50,10 +51,9 @@ class SpeculativeDecoderTest : public ::testing::Test {
     return *targets_.at(name);
   }
 
-  // A DFlash block drafter for `target`: the fixture drafter, or a random one.
-  static std::unique_ptr<DFlashBlockDrafter> DFlash(const model::Qwen35Model& target,
-                                                    const std::string& kind,
-                                                    const DFlashBlockOptions& options) {
+  // A DFlash drafter for `target` (the fixture drafter, or a random one) and `options`.
+  static Drafting DFlash(const model::Qwen35Model& target, const std::string& kind,
+                         const DraftOptions& options) {
     absl::StatusOr<model::DFlashDrafter> drafter =
         kind == "fixture"
             ? FixtureDrafter()
@@ -61,11 +61,12 @@ class SpeculativeDecoderTest : public ::testing::Test {
                   target,
                   {.num_layers = 2, .block_size = kMaxBlock, .seed = 11, .mask_token_id = -1});
     EXPECT_TRUE(drafter.ok()) << drafter.status();
-    if (!drafter.ok()) return nullptr;
-    absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> block = DFlashBlockDrafter::Create(
-        *std::move(drafter), target.token_head(), target.config(), options);
+    if (!drafter.ok()) return {};
+    absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> block =
+        DFlashBlockDrafter::Create(*std::move(drafter), target.token_head(), target.config());
     EXPECT_TRUE(block.ok()) << block.status();
-    return block.ok() ? *std::move(block) : nullptr;
+    if (!block.ok()) return {};
+    return {.drafter = *std::move(block), .options = options};
   }
 
   static std::vector<int64_t> Prompt(int64_t length) {
@@ -78,7 +79,7 @@ class SpeculativeDecoderTest : public ::testing::Test {
 // target × drafter
 using GreedyCase = std::tuple<std::string, std::string>;
 
-class GreedyIdentityTest : public SpeculativeDecoderTest,
+class GreedyIdentityTest : public SpeculativeGenerationTest,
                            public ::testing::WithParamInterface<GreedyCase> {};
 
 TEST_P(GreedyIdentityTest, GreedyOutputIsTargetOnlysTokenForTokenAtEveryBlockSizeAndWindow) {
@@ -86,12 +87,12 @@ TEST_P(GreedyIdentityTest, GreedyOutputIsTargetOnlysTokenForTokenAtEveryBlockSiz
   const model::Qwen35Model& target = Target(target_name);
   for (const int64_t block_size : {2, 4, 8}) {
     for (const int64_t window : {0, 5}) {
-      std::unique_ptr<DFlashBlockDrafter> drafter = DFlash(
+      const Drafting drafter = DFlash(
           target, drafter_kind, {.block_size = block_size, .window = window, .min_confidence = 0});
-      ASSERT_NE(drafter, nullptr);
+      ASSERT_NE(drafter.drafter, nullptr);
       for (const int64_t prompt_length : {1, 9, 40}) {
         const GenerationRequest request = Request(Prompt(prompt_length), kNewTokens);
-        const GenerationResult actual = Speculative(target, *drafter, request);
+        const GenerationResult actual = Speculative(target, drafter, request);
         EXPECT_EQ(actual.ids, TargetOnly(target, request).ids)
             << "block " << block_size << ", window " << window << ", prompt of " << prompt_length;
         ASSERT_TRUE(actual.acceptance.has_value());
@@ -113,7 +114,7 @@ INSTANTIATE_TEST_SUITE_P(TargetsAndDrafters, GreedyIdentityTest,
                                             ::testing::Values("random", "fixture")),
                          CaseName);
 
-TEST_F(SpeculativeDecoderTest, TheOracleIsAcceptedWholeBlocksAtATime) {
+TEST_F(SpeculativeGenerationTest, TheOracleIsAcceptedWholeBlocksAtATime) {
   for (const int64_t block_size : {2, 4, 8}) {
     OracleDrafter oracle(Target(), block_size);
     const GenerationRequest request = Request(Prompt(20), 30);
@@ -128,7 +129,7 @@ TEST_F(SpeculativeDecoderTest, TheOracleIsAcceptedWholeBlocksAtATime) {
   }
 }
 
-TEST_F(SpeculativeDecoderTest, GreedyWithPenaltiesAcceptsPartOfEachBlockAndKeepsTheOutput) {
+TEST_F(SpeculativeGenerationTest, GreedyWithPenaltiesAcceptsPartOfEachBlockAndKeepsTheOutput) {
   // The oracle proposes the unpenalised greedy continuation; the target's choice is penalised, so
   // blocks are accepted in part, and each later position's penalty must count the drafts
   // accepted before it.
@@ -143,7 +144,7 @@ TEST_F(SpeculativeDecoderTest, GreedyWithPenaltiesAcceptsPartOfEachBlockAndKeeps
   EXPECT_LT(result.acceptance->tau(), 8);
 }
 
-TEST_F(SpeculativeDecoderTest, AcceptanceStatisticsAddUpToTheOutput) {
+TEST_F(SpeculativeGenerationTest, AcceptanceStatisticsAddUpToTheOutput) {
   OracleDrafter oracle(Target(), 4);
   const GenerationResult result = Speculative(Target(), oracle, Request(Prompt(12), 11));
   ASSERT_TRUE(result.acceptance.has_value());
@@ -157,23 +158,23 @@ TEST_F(SpeculativeDecoderTest, AcceptanceStatisticsAddUpToTheOutput) {
   EXPECT_GT(stats.verify_ms, 0);
 }
 
-TEST_F(SpeculativeDecoderTest, SampledOutputIsTargetOnlysSampleForTheSameSeed) {
-  std::unique_ptr<DFlashBlockDrafter> random =
+TEST_F(SpeculativeGenerationTest, SampledOutputIsTargetOnlysSampleForTheSameSeed) {
+  const Drafting random =
       DFlash(Target(), "random", {.block_size = 4, .window = 0, .min_confidence = 0});
-  ASSERT_NE(random, nullptr);
+  ASSERT_NE(random.drafter, nullptr);
   OracleDrafter oracle(Target(), 4);
   for (uint64_t seed = 0; seed < 6; ++seed) {
     GenerationRequest request = Request(Prompt(16), 20, /*temperature=*/1.0, seed);
     request.sampling.top_p = 0.95;
     request.sampling.repetition_penalty = 1.1;
     const GenerationResult expected = TargetOnly(Target(), request);
-    EXPECT_EQ(Speculative(Target(), *random, request).ids, expected.ids) << "seed " << seed;
+    EXPECT_EQ(Speculative(Target(), random, request).ids, expected.ids) << "seed " << seed;
     const GenerationResult with_oracle = Speculative(Target(), oracle, request);
     EXPECT_EQ(with_oracle.ids, expected.ids) << "seed " << seed;
   }
 }
 
-TEST_F(SpeculativeDecoderTest, StopsOnAnEosTokenInsideABlockAndKeepsIt) {
+TEST_F(SpeculativeGenerationTest, StopsOnAnEosTokenInsideABlockAndKeepsIt) {
   const std::vector<int64_t> continuation = TargetOnly(Target(), Request(Prompt(10), 20)).ids;
   GenerationRequest request = Request(Prompt(10), 20);
   request.stop.ignore_eos = false;
@@ -190,7 +191,7 @@ TEST_F(SpeculativeDecoderTest, StopsOnAnEosTokenInsideABlockAndKeepsIt) {
             static_cast<int64_t>(result.ids.size()));
 }
 
-TEST_F(SpeculativeDecoderTest, StopsOnAStopStringWhereTargetOnlyStops) {
+TEST_F(SpeculativeGenerationTest, StopsOnAStopStringWhereTargetOnlyStops) {
   // The fixture's ids are Qwen3 byte tokens, so the real tokenizer gives them text.
   absl::StatusOr<text::Tokenizer> tokenizer = text::Tokenizer::FromFile(
       specd::testing::CacheDir() / "tokenizer" / "qwen3" / "tokenizer.json");
@@ -212,7 +213,7 @@ TEST_F(SpeculativeDecoderTest, StopsOnAStopStringWhereTargetOnlyStops) {
   EXPECT_EQ(streamed, result.text);
 }
 
-TEST_F(SpeculativeDecoderTest, StreamsOneChunkPerStepThatAddUpToTheResult) {
+TEST_F(SpeculativeGenerationTest, StreamsOneChunkPerStepThatAddUpToTheResult) {
   OracleDrafter oracle(Target(), 4);
   std::vector<GenerationChunk> chunks;
   const GenerationResult result =
@@ -227,15 +228,15 @@ TEST_F(SpeculativeDecoderTest, StreamsOneChunkPerStepThatAddUpToTheResult) {
   EXPECT_EQ(streamed, result.ids);
 }
 
-TEST_F(SpeculativeDecoderTest, AdaptiveLengthProposesFewerDraftsAndKeepsTheOutput) {
-  std::unique_ptr<DFlashBlockDrafter> fixed =
+TEST_F(SpeculativeGenerationTest, AdaptiveLengthProposesFewerDraftsAndKeepsTheOutput) {
+  const Drafting fixed =
       DFlash(Target(), "fixture", {.block_size = 8, .window = 0, .min_confidence = 0});
-  std::unique_ptr<DFlashBlockDrafter> adaptive =
+  const Drafting adaptive =
       DFlash(Target(), "fixture", {.block_size = 8, .window = 0, .min_confidence = 0.9});
-  ASSERT_TRUE(fixed != nullptr && adaptive != nullptr);
+  ASSERT_TRUE(fixed.drafter != nullptr && adaptive.drafter != nullptr);
   const GenerationRequest request = Request(Prompt(30), kNewTokens);
-  const GenerationResult full = Speculative(Target(), *fixed, request);
-  const GenerationResult cut = Speculative(Target(), *adaptive, request);
+  const GenerationResult full = Speculative(Target(), fixed, request);
+  const GenerationResult cut = Speculative(Target(), adaptive, request);
   EXPECT_EQ(cut.ids, TargetOnly(Target(), request).ids);
   ASSERT_TRUE(full.acceptance.has_value() && cut.acceptance.has_value());
   const auto drafted = [](const AcceptanceStats& stats) {
@@ -245,47 +246,54 @@ TEST_F(SpeculativeDecoderTest, AdaptiveLengthProposesFewerDraftsAndKeepsTheOutpu
             drafted(*full.acceptance) / full.acceptance->steps());
 }
 
-TEST_F(SpeculativeDecoderTest, ReusesItsCachesAcrossRequests) {
-  std::unique_ptr<DFlashBlockDrafter> drafter =
+TEST_F(SpeculativeGenerationTest, ReusesItsCachesAcrossRequests) {
+  const Drafting drafter =
       DFlash(Target(), "fixture", {.block_size = 8, .window = 0, .min_confidence = 0});
-  ASSERT_NE(drafter, nullptr);
-  SpeculativeDecoder decoder(Target(), *drafter, nullptr);
+  ASSERT_NE(drafter.drafter, nullptr);
+  absl::StatusOr<Generator> decoder =
+      Generator::Speculative(Target(), *drafter.drafter, nullptr, drafter.options);
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
   for (const int64_t prompt_length : {40, 5, 17}) {
     const GenerationRequest request = Request(Prompt(prompt_length), kNewTokens);
-    absl::StatusOr<GenerationResult> result = decoder.Generate(request);
+    absl::StatusOr<GenerationResult> result = decoder->Generate(request);
     ASSERT_TRUE(result.ok()) << result.status();
     EXPECT_EQ(result->ids, TargetOnly(Target(), request).ids) << "prompt of " << prompt_length;
   }
 }
 
-TEST_F(SpeculativeDecoderTest, ResultsCarryThePromptsRegime) {
+TEST_F(SpeculativeGenerationTest, ResultsCarryThePromptsRegime) {
   OracleDrafter oracle(Target(), 4);
-  SpeculativeDecoder decoder(Target(), oracle, nullptr, {.medium_from = 8, .long_from = 32});
+  absl::StatusOr<Generator> decoder =
+      Generator::Speculative(Target(), oracle, nullptr, {}, {.medium_from = 8, .long_from = 32});
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
   for (const auto& [length, regime] : std::vector<std::pair<int64_t, Regime>>{
            {4, Regime::kShort}, {8, Regime::kMedium}, {40, Regime::kLong}}) {
-    absl::StatusOr<GenerationResult> result = decoder.Generate(Request(Prompt(length), 2));
+    absl::StatusOr<GenerationResult> result = decoder->Generate(Request(Prompt(length), 2));
     ASSERT_TRUE(result.ok()) << result.status();
     EXPECT_EQ(result->regime, regime) << "prompt of " << length;
   }
 }
 
-TEST_F(SpeculativeDecoderTest, RefusesABlockLargerThanTheDrafterWasMadeFor) {
+TEST_F(SpeculativeGenerationTest, RefusesABlockLargerThanTheDrafterWasMadeFor) {
   absl::StatusOr<model::DFlashDrafter> drafter = FixtureDrafter();
   ASSERT_TRUE(drafter.ok()) << drafter.status();
-  EXPECT_EQ(
-      DFlashBlockDrafter::Create(*std::move(drafter), Target().token_head(), Target().config(),
-                                 {.block_size = kMaxBlock + 1, .window = 0, .min_confidence = 0})
-          .status()
-          .code(),
-      absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> block =
+      DFlashBlockDrafter::Create(*std::move(drafter), Target().token_head(), Target().config());
+  ASSERT_TRUE(block.ok()) << block.status();
+  EXPECT_EQ(Generator::Speculative(Target(), **block, nullptr,
+                                   {.block_size = kMaxBlock + 1, .window = 0, .min_confidence = 0})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
-TEST_F(SpeculativeDecoderTest, RefusesPromptIdsOutsideTheVocabulary) {
+TEST_F(SpeculativeGenerationTest, RefusesPromptIdsOutsideTheVocabulary) {
   OracleDrafter oracle(Target(), 4);
   GenerationRequest request = Request(Prompt(4), 4);
   request.prompt.push_back(Target().config().vocab_size);
-  EXPECT_EQ(SpeculativeDecoder(Target(), oracle, nullptr).Generate(request).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<Generator> decoder = Generator::Speculative(Target(), oracle, nullptr);
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  EXPECT_EQ(decoder->Generate(request).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

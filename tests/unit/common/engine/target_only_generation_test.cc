@@ -1,6 +1,6 @@
 // Target-only generation on the qwen35-tiny-a fixture: the greedy continuation transformers
 // produced, each way of stopping, and seeded sampling (../shared/fixtures/README.md).
-#include "common/engine/target_decoder.h"
+#include "common/engine/generator.h"
 
 #include <ATen/ATen.h>
 
@@ -23,7 +23,7 @@ std::vector<int64_t> ReferenceIds(const io::SafetensorsFile& reference, const st
   return {ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel()};
 }
 
-class TargetDecoderTest : public ::testing::Test {
+class TargetOnlyGenerationTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     const auto dir = specd::testing::SharedDir() / "fixtures" / "qwen35-tiny-a";
@@ -58,7 +58,7 @@ class TargetDecoderTest : public ::testing::Test {
 
   GenerationResult Generate(const GenerationRequest& request,
                             const ChunkCallback& on_chunk = nullptr) const {
-    TargetDecoder decoder(*model_, tokenizer_.get());
+    Generator decoder(*model_, tokenizer_.get());
     absl::StatusOr<GenerationResult> result = decoder.Generate(request, on_chunk);
     EXPECT_TRUE(result.ok()) << result.status();
     return result.ok() ? *std::move(result) : GenerationResult{};
@@ -70,12 +70,12 @@ class TargetDecoderTest : public ::testing::Test {
   static std::vector<int64_t> greedy_ids_;
 };
 
-std::unique_ptr<model::Qwen35Model> TargetDecoderTest::model_;
-std::unique_ptr<text::Tokenizer> TargetDecoderTest::tokenizer_;
-std::vector<int64_t> TargetDecoderTest::prompt_;
-std::vector<int64_t> TargetDecoderTest::greedy_ids_;
+std::unique_ptr<model::Qwen35Model> TargetOnlyGenerationTest::model_;
+std::unique_ptr<text::Tokenizer> TargetOnlyGenerationTest::tokenizer_;
+std::vector<int64_t> TargetOnlyGenerationTest::prompt_;
+std::vector<int64_t> TargetOnlyGenerationTest::greedy_ids_;
 
-TEST_F(TargetDecoderTest, GreedyReproducesTheReferenceContinuation) {
+TEST_F(TargetOnlyGenerationTest, GreedyReproducesTheReferenceContinuation) {
   const GenerationResult result = Generate(Greedy(24));
   EXPECT_EQ(result.ids, greedy_ids_);
   EXPECT_EQ(result.stop_reason, StopReason::kMaxTokens);
@@ -84,12 +84,12 @@ TEST_F(TargetDecoderTest, GreedyReproducesTheReferenceContinuation) {
   EXPECT_GE(result.timings.total_ms, result.timings.prefill_ms);
 }
 
-TEST_F(TargetDecoderTest, StopsAfterMaxNewTokens) {
+TEST_F(TargetOnlyGenerationTest, StopsAfterMaxNewTokens) {
   const GenerationResult result = Generate(Greedy(5));
   EXPECT_EQ(result.ids, std::vector<int64_t>(greedy_ids_.begin(), greedy_ids_.begin() + 5));
 }
 
-TEST_F(TargetDecoderTest, StopsOnTheFirstEosIdAndKeepsIt) {
+TEST_F(TargetOnlyGenerationTest, StopsOnTheFirstEosIdAndKeepsIt) {
   GenerationRequest request = Greedy(24);
   request.stop.ignore_eos = false;
   request.stop.eos_ids = {greedy_ids_[6]};
@@ -100,7 +100,7 @@ TEST_F(TargetDecoderTest, StopsOnTheFirstEosIdAndKeepsIt) {
   EXPECT_LE(result.ids.size(), 7u);
 }
 
-TEST_F(TargetDecoderTest, StopsOnAStopStringAndStreamsOnlyTheTextBeforeIt) {
+TEST_F(TargetOnlyGenerationTest, StopsOnAStopStringAndStreamsOnlyTheTextBeforeIt) {
   const std::string full_text = Generate(Greedy(24)).text;
   ASSERT_GE(full_text.size(), 12u);
   const std::string stop_string = full_text.substr(8, 3);
@@ -115,7 +115,7 @@ TEST_F(TargetDecoderTest, StopsOnAStopStringAndStreamsOnlyTheTextBeforeIt) {
   EXPECT_LT(result.ids.size(), 24u);
 }
 
-TEST_F(TargetDecoderTest, StreamsOneTokenPerChunk) {
+TEST_F(TargetOnlyGenerationTest, StreamsOneTokenPerChunk) {
   std::vector<int64_t> streamed;
   const GenerationResult result = Generate(Greedy(6), [&](const GenerationChunk& chunk) {
     EXPECT_EQ(chunk.ids.size(), 1u);
@@ -124,22 +124,22 @@ TEST_F(TargetDecoderTest, StreamsOneTokenPerChunk) {
   EXPECT_EQ(streamed, result.ids);
 }
 
-TEST_F(TargetDecoderTest, ResultsCarryThePromptsRegime) {
+TEST_F(TargetOnlyGenerationTest, ResultsCarryThePromptsRegime) {
   EXPECT_EQ(Generate(Greedy(2)).regime, Regime::kShort);
-  TargetDecoder decoder(*model_, nullptr, {.medium_from = 10, .long_from = kPromptLength});
+  Generator decoder(*model_, nullptr, {.medium_from = 10, .long_from = kPromptLength});
   absl::StatusOr<GenerationResult> result = decoder.Generate(Greedy(2));
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->regime, Regime::kLong);
 }
 
-TEST_F(TargetDecoderTest, TheSameSeedGivesTheSameSample) {
+TEST_F(TargetOnlyGenerationTest, TheSameSeedGivesTheSameSample) {
   GenerationRequest request = Greedy(16);
   request.sampling.temperature = 1.0;
   request.sampling.seed = 7;
   EXPECT_EQ(Generate(request).ids, Generate(request).ids);
 }
 
-TEST_F(TargetDecoderTest, DifferentSeedsGiveDifferentSamples) {
+TEST_F(TargetOnlyGenerationTest, DifferentSeedsGiveDifferentSamples) {
   GenerationRequest request = Greedy(16);
   request.sampling.temperature = 1.0;
   request.sampling.seed = 7;
@@ -148,15 +148,15 @@ TEST_F(TargetDecoderTest, DifferentSeedsGiveDifferentSamples) {
   EXPECT_NE(first, Generate(request).ids);
 }
 
-TEST_F(TargetDecoderTest, RefusesPromptIdsOutsideTheVocabulary) {
+TEST_F(TargetOnlyGenerationTest, RefusesPromptIdsOutsideTheVocabulary) {
   GenerationRequest request = Greedy(4);
   request.prompt.push_back(model_->config().vocab_size);
-  TargetDecoder decoder(*model_, nullptr);
+  Generator decoder(*model_, nullptr);
   EXPECT_EQ(decoder.Generate(request).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST_F(TargetDecoderTest, ReusesItsCacheAcrossRequests) {
-  TargetDecoder decoder(*model_, nullptr);
+TEST_F(TargetOnlyGenerationTest, ReusesItsCacheAcrossRequests) {
+  Generator decoder(*model_, nullptr);
   absl::StatusOr<GenerationResult> longer = decoder.Generate(Greedy(24));
   absl::StatusOr<GenerationResult> shorter = decoder.Generate(Greedy(5));
   ASSERT_TRUE(longer.ok() && shorter.ok());

@@ -1,0 +1,27 @@
+#include "common/engine/draft_session.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace specd::engine {
+
+absl::StatusOr<DraftOptions> ResolveDraftOptions(const DraftOptions& options,
+                                                 int64_t trained_block_size) {
+  DraftOptions resolved = options;
+  if (resolved.block_size == 0) resolved.block_size = trained_block_size;
+  if (resolved.block_size < 1 || resolved.block_size > trained_block_size) {
+    return absl::InvalidArgumentError(absl::StrCat("block_size = ", resolved.block_size,
+                                                   " is outside [1, ", trained_block_size,
+                                                   "] (the drafter's block size)"));
+  }
+  if (resolved.window < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("window = ", resolved.window, " must be ≥ 0"));
+  }
+  if (!(resolved.min_confidence >= 0 && resolved.min_confidence <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("min_confidence = ", resolved.min_confidence, " is outside [0, 1]"));
+  }
+  return resolved;
+}
+
+}  // namespace specd::engine

@@ -1,0 +1,79 @@
+#pragma once
+// What the engine needs from a drafter: a `Drafter` (the weights, shared by every request) opens
+// one `DraftSession` per request (its cache). The session is told about every position the target
+// commits, as the target commits them, with the hidden states the drafter asked for, and proposes
+// the tokens that follow an anchor. A LibTorch failure inside a drafter may escape as c10::Error;
+// the callers turn it into a status.
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace specd::engine {
+
+// How a request drafts.
+struct DraftOptions {
+  int64_t block_size = 0;  // tokens per block with the anchor, at most the drafter's; 0: its own
+  int64_t window = 0;      // model::DraftOptions::window; 0: none
+  // Adaptive draft length: the proposals stop before the first position whose most likely token
+  // has a draft probability below this, so unlikely drafts cost no verify work. 0: fixed blocks.
+  double min_confidence = 0;
+};
+
+// OK when `options` are in range for a drafter trained on blocks of `trained_block_size`; the
+// options with the block size resolved (0 → the trained one). Every caller that takes draft
+// options from a user checks them here.
+absl::StatusOr<DraftOptions> ResolveDraftOptions(const DraftOptions& options,
+                                                 int64_t trained_block_size);
+
+// Positions the target has committed: [begin, begin + ids.size()), their ids and, when the drafter
+// reads hidden states, their tapped rows side by side in TargetHiddenStates() order
+// [ids.size(), taps × hidden] (undefined otherwise).
+struct CommittedContext {
+  int64_t begin = 0;
+  std::vector<int64_t> ids;
+  at::Tensor rows;
+};
+
+struct DraftProposal {
+  std::vector<int64_t> tokens;
+  std::vector<float> confidence;  // the drafter's probability of each token, when reported
+};
+
+class DraftSession {
+ public:
+  virtual ~DraftSession() = default;
+
+  // Committed positions the session holds, [0, length()).
+  virtual int64_t length() const = 0;
+
+  // Takes in `context`; positions it held from context.begin on are forgotten first (the target
+  // rewrote them). context.begin must not be past length().
+  virtual absl::Status Append(const CommittedContext& context) = 0;
+
+  // Up to `count` (< the block size) proposals for the positions after `anchor`, the last token
+  // generated, which itself follows the committed positions. `options` are resolved.
+  virtual absl::StatusOr<DraftProposal> Propose(int64_t anchor, int64_t count,
+                                                const DraftOptions& options,
+                                                bool report_confidence) = 0;
+};
+
+class Drafter {
+ public:
+  virtual ~Drafter() = default;
+
+  // The largest block it drafts, and the one it drafts when a request names none.
+  virtual int64_t block_size() const = 0;
+  // The target hidden_states indices (ForwardOptions::hidden_states) its sessions read.
+  virtual std::vector<int64_t> TargetHiddenStates() const = 0;
+  // ResolveDraftOptions, plus whatever this drafter cannot honour.
+  virtual absl::StatusOr<DraftOptions> Resolve(const DraftOptions& options) const = 0;
+  // A session for sequences of up to `max_length` positions.
+  virtual absl::StatusOr<std::unique_ptr<DraftSession>> OpenSession(int64_t max_length) const = 0;
+};
+
+}  // namespace specd::engine

@@ -1,0 +1,47 @@
+#pragma once
+// The two sides the decode loop drives, one request each: the target (prefill, verify a block)
+// and the drafter (propose a block). In-process ports call the engine's sessions directly and
+// hand the committed hidden states over as tensors; remote ports are the gRPC clients of the
+// target-verifier and drafter services. Destroying a port releases its session.
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace specd::engine {
+
+struct TokenLogprob {
+  int64_t token = 0;
+  float logprob = 0;                            // under the target's raw distribution
+  std::vector<std::pair<int64_t, float>> top;  // the row's most likely tokens, best first
+};
+
+// What one target step gave the output.
+struct EmittedTokens {
+  // Prefill: the first token; Verify: the accepted drafts, then the target's own token.
+  std::vector<int64_t> ids;
+  std::vector<TokenLogprob> logprobs;  // one per id, when asked for
+
+  int64_t accepted() const { return static_cast<int64_t>(ids.size()) - 1; }
+};
+
+class TargetPort {
+ public:
+  virtual ~TargetPort() = default;
+  // The prompt's forward and the first token; once, first.
+  virtual absl::StatusOr<EmittedTokens> Prefill() = 0;
+  // One forward over [the last emitted token, drafts…]; the drafts it accepted and its own token.
+  virtual absl::StatusOr<EmittedTokens> Verify(std::span<const int64_t> drafts) = 0;
+};
+
+class DraftPort {
+ public:
+  virtual ~DraftPort() = default;
+  // Up to min(max_tokens, block size − 1) proposals for the tokens after `anchor`, the last token
+  // emitted, having taken in whatever its target port committed since the last call.
+  virtual absl::StatusOr<std::vector<int64_t>> Propose(int64_t anchor, int64_t max_tokens) = 0;
+};
+
+}  // namespace specd::engine

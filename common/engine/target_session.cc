@@ -1,0 +1,146 @@
+#include "common/engine/target_session.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/engine/draft_acceptance.h"
+
+namespace specd::engine {
+
+absl::Status CheckTokenIds(std::span<const int64_t> ids, int64_t vocab_size) {
+  for (const int64_t id : ids) {
+    if (id < 0 || id >= vocab_size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("token id ", id, " is outside the model's vocabulary of ", vocab_size));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TargetSession> TargetSession::Open(const model::Qwen35Model& target,
+                                                  TargetSessionOptions options) {
+  if (options.prompt.empty()) return absl::InvalidArgumentError("the prompt has no tokens");
+  if (absl::Status ids = CheckTokenIds(options.prompt, target.config().vocab_size); !ids.ok()) {
+    return ids;
+  }
+  const auto prompt_length = static_cast<int64_t>(options.prompt.size());
+  if (prompt_length + 1 > options.max_length) {
+    return absl::OutOfRangeError(absl::StrCat("a prompt of ", prompt_length,
+                                              " tokens leaves no room in a session of ",
+                                              options.max_length));
+  }
+  // The last token is sampled but never fed.
+  absl::StatusOr<model::Qwen35Cache> cache = target.NewCache(options.max_length - 1);
+  if (!cache.ok()) return cache.status();
+  return TargetSession(target, std::move(options), *std::move(cache));
+}
+
+TargetSession::TargetSession(const model::Qwen35Model& target, TargetSessionOptions options,
+                             model::Qwen35Cache cache)
+    : target_(&target),
+      options_(std::move(options)),
+      cache_(std::move(cache)),
+      sampler_(options_.sampling) {}
+
+int64_t TargetSession::room() const {
+  return options_.max_length - static_cast<int64_t>(options_.prompt.size() + generated_.size());
+}
+
+absl::StatusOr<TargetStep> TargetSession::Prefill() {
+  if (!generated_.empty()) return absl::FailedPreconditionError("the session is prefilled");
+  try {
+    absl::StatusOr<model::ForwardOutput> prefill =
+        target_->Prefill(options_.prompt, cache_,
+                         {.logit_rows = model::LogitRows::kLast,
+                          .hidden_states = options_.hidden_states});
+    if (!prefill.ok()) return prefill.status();
+    TargetStep step;
+    step.tokens.ids = {sampler_.Sample(prefill->logits.select(0, 0), options_.prompt, {})};
+    generated_ = step.tokens.ids;
+    step.tokens.logprobs = Logprobs(prefill->logits, 1);
+    const auto prompt_length = static_cast<int64_t>(options_.prompt.size());
+    step.context = {.begin = 0,
+                    .ids = options_.prompt,
+                    .rows = ContextRows(prefill->hidden_states, prompt_length)};
+    return step;
+  } catch (const c10::Error& error) {
+    return absl::InternalError(absl::StrCat("prefill failed: ", error.what_without_backtrace()));
+  }
+}
+
+absl::StatusOr<TargetStep> TargetSession::Verify(std::span<const int64_t> drafts) {
+  if (generated_.empty()) return absl::FailedPreconditionError("Verify before Prefill");
+  if (absl::Status ids = CheckTokenIds(drafts, target_->config().vocab_size); !ids.ok()) {
+    return ids;
+  }
+  // The step may emit a token per block position.
+  const auto block_length = static_cast<int64_t>(drafts.size()) + 1;
+  if (block_length > room()) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "a block of ", block_length, " does not fit: ", options_.max_length - room(), " of the session's ",
+        options_.max_length, " tokens are used"));
+  }
+  std::vector<int64_t> block = {generated_.back()};
+  block.insert(block.end(), drafts.begin(), drafts.end());
+  const int64_t anchor_position = cache_.length();
+  try {
+    absl::StatusOr<model::ForwardOutput> verify = target_->ForwardBlock(
+        block, cache_,
+        {.logit_rows = model::LogitRows::kAll, .hidden_states = options_.hidden_states});
+    if (!verify.ok()) return verify.status();
+    const size_t before = generated_.size();
+    absl::StatusOr<int64_t> accepted = AcceptDrafts(
+        verify->logits, block, sampler_, options_.prompt, generated_,
+        [this](int64_t token) -> absl::StatusOr<bool> {
+          generated_.push_back(token);
+          return std::find(options_.ending_ids.begin(), options_.ending_ids.end(), token) !=
+                 options_.ending_ids.end();
+        });
+    if (!accepted.ok()) return accepted.status();
+    const int64_t committed = *accepted + 1;  // the anchor and the accepted drafts
+    if (absl::Status rolled = cache_.Rollback(committed); !rolled.ok()) return rolled;
+    TargetStep step;
+    step.tokens.ids.assign(generated_.begin() + static_cast<int64_t>(before), generated_.end());
+    step.tokens.logprobs = Logprobs(verify->logits, committed);
+    step.context = {.begin = anchor_position,
+                    .ids = std::vector<int64_t>(block.begin(), block.begin() + committed),
+                    .rows = ContextRows(verify->hidden_states, committed)};
+    return step;
+  } catch (const c10::Error& error) {
+    return absl::InternalError(absl::StrCat("verify failed: ", error.what_without_backtrace()));
+  }
+}
+
+at::Tensor TargetSession::ContextRows(const std::vector<at::Tensor>& hidden_states,
+                                      int64_t count) const {
+  if (hidden_states.empty()) return {};
+  // The taps side by side, in TargetHiddenStates() order: the features the drafter's `fc` takes.
+  return at::cat(hidden_states, /*dim=*/1).narrow(0, 0, count);
+}
+
+std::vector<TokenLogprob> TargetSession::Logprobs(const at::Tensor& logits, int64_t count) const {
+  if (options_.top_logprobs < 0) return {};
+  // The emitted tokens are the last `count` of the output, one per row.
+  const at::Tensor log_probabilities =
+      at::log_softmax(logits.narrow(0, 0, count).to(at::kFloat), -1).cpu();
+  const int64_t top = options_.top_logprobs;
+  std::vector<TokenLogprob> out(count);
+  for (int64_t i = 0; i < count; ++i) {
+    const at::Tensor row = log_probabilities[i];
+    out[i].token = generated_[generated_.size() - count + i];
+    out[i].logprob = row[out[i].token].item<float>();
+    if (top > 0) {
+      const auto [values, ids] = row.topk(top);
+      for (int64_t k = 0; k < top; ++k) {
+        out[i].top.emplace_back(ids[k].item<int64_t>(), values[k].item<float>());
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace specd::engine

@@ -1,0 +1,79 @@
+#include "services/orchestrator/remote_ports.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "services/verifier/sampling_params.h"
+
+namespace specd::orchestrator {
+
+RemoteTargetPort::RemoteTargetPort(verifier::VerifierClient& verifier, v1::PrefillRequest prefill)
+    : verifier_(verifier), prefill_(std::move(prefill)) {}
+
+RemoteTargetPort::~RemoteTargetPort() {
+  v1::TargetVerifierServiceReleaseRequest release;
+  release.set_session_id(prefill_.session_id());
+  (void)verifier_.Release(release);
+}
+
+absl::StatusOr<engine::EmittedTokens> RemoteTargetPort::Prefill() {
+  absl::StatusOr<v1::PrefillResponse> response = verifier_.Prefill(prefill_);
+  if (!response.ok()) return response.status();
+  generation_ = response->generation();
+  context_ = response->context();
+  engine::EmittedTokens tokens{.ids = {response->next_token_id()}, .logprobs = {}};
+  if (response->has_next_token_logprob()) {
+    tokens.logprobs.push_back(verifier::FromProto(response->next_token_logprob()));
+  }
+  return tokens;
+}
+
+absl::StatusOr<engine::EmittedTokens> RemoteTargetPort::Verify(std::span<const int64_t> drafts) {
+  v1::VerifyRequest request;
+  request.set_session_id(prefill_.session_id());
+  request.set_expected_generation(generation_);
+  request.mutable_draft_token_ids()->Assign(drafts.begin(), drafts.end());
+  absl::StatusOr<v1::VerifyResponse> response = verifier_.Verify(request);
+  if (!response.ok()) return response.status();
+  generation_ = response->generation();
+  context_ = response->context();
+  engine::EmittedTokens tokens{
+      .ids = std::vector<int64_t>(response->accepted_token_ids().begin(),
+                                  response->accepted_token_ids().end()),
+      .logprobs = {}};
+  tokens.ids.push_back(response->next_token_id());
+  for (const v1::TokenLogprob& logprob : response->logprobs()) {
+    tokens.logprobs.push_back(verifier::FromProto(logprob));
+  }
+  return tokens;
+}
+
+RemoteDraftPort::RemoteDraftPort(drafter::DrafterClient& drafter, const RemoteTargetPort& target,
+                                 const engine::DraftOptions& options)
+    : drafter_(drafter), target_(target), options_(options) {}
+
+RemoteDraftPort::~RemoteDraftPort() {
+  if (!opened_) return;
+  v1::DrafterServiceReleaseRequest release;
+  release.set_session_id(target_.session_id());
+  (void)drafter_.Release(release);
+}
+
+absl::StatusOr<std::vector<int64_t>> RemoteDraftPort::Propose(int64_t anchor,
+                                                              int64_t max_tokens) {
+  v1::DraftRequest request;
+  request.set_session_id(target_.session_id());
+  *request.mutable_context() = target_.context();
+  request.set_anchor_token_id(static_cast<uint32_t>(anchor));
+  request.set_block_size(static_cast<uint32_t>(options_.block_size));
+  request.set_window(static_cast<uint32_t>(options_.window));
+  request.set_min_confidence(static_cast<float>(options_.min_confidence));
+  opened_ = true;
+  absl::StatusOr<v1::DraftResponse> response = drafter_.Draft(request);
+  if (!response.ok()) return response.status();
+  const int64_t kept = std::min<int64_t>(response->draft_token_ids_size(), max_tokens);
+  return std::vector<int64_t>(response->draft_token_ids().begin(),
+                              response->draft_token_ids().begin() + kept);
+}
+
+}  // namespace specd::orchestrator

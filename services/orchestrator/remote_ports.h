@@ -1,0 +1,55 @@
+#pragma once
+// The decode loop's ports over a verifier + drafter pair reached through their client interfaces
+// (gRPC, or the handlers themselves): the target port keeps the session's generation and its
+// newest context handle, which the draft port sends with every Draft. Destroying a port releases
+// its session on the service.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/engine/draft_session.h"
+#include "common/engine/ports.h"
+#include "services/drafter/drafter_client.h"
+#include "services/verifier/verifier_client.h"
+
+namespace specd::orchestrator {
+
+class RemoteTargetPort final : public engine::TargetPort {
+ public:
+  // Prefill sends `prefill`, whose session_id names the session. `verifier` must outlive it.
+  RemoteTargetPort(verifier::VerifierClient& verifier, v1::PrefillRequest prefill);
+  ~RemoteTargetPort() override;
+
+  absl::StatusOr<engine::EmittedTokens> Prefill() override;
+  absl::StatusOr<engine::EmittedTokens> Verify(std::span<const int64_t> drafts) override;
+
+  const std::string& session_id() const { return prefill_.session_id(); }
+  // The handle to the rows committed so far (unset without tapped layers).
+  const v1::TensorHandle& context() const { return context_; }
+
+ private:
+  verifier::VerifierClient& verifier_;
+  const v1::PrefillRequest prefill_;
+  uint64_t generation_ = 0;
+  v1::TensorHandle context_;
+};
+
+class RemoteDraftPort final : public engine::DraftPort {
+ public:
+  // `drafter` and `target` must outlive it; `options` are resolved.
+  RemoteDraftPort(drafter::DrafterClient& drafter, const RemoteTargetPort& target,
+                  const engine::DraftOptions& options);
+  ~RemoteDraftPort() override;
+
+  absl::StatusOr<std::vector<int64_t>> Propose(int64_t anchor, int64_t max_tokens) override;
+
+ private:
+  drafter::DrafterClient& drafter_;
+  const RemoteTargetPort& target_;
+  const engine::DraftOptions options_;
+  bool opened_ = false;  // a Draft was sent, so the drafter may hold a session
+};
+
+}  // namespace specd::orchestrator
