@@ -196,38 +196,45 @@ absl::Status AddDrafter(const ServeFlags& flags, const std::string& target_dir,
 }
 
 // The orchestrator's pairs from its flags: --pairs hosts (discovered), or the one verifier (and
-// drafter) at --verifier-addr (--drafter-addr).
+// drafter) at --verifier-addr (--drafter-addr). Either way it waits for the first verifier to
+// answer, so the order an init system or a compose file starts the processes in does not matter.
 absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> RemotePairs(const ServeFlags& flags) {
   const absl::Duration timeout = Seconds(flags.call_timeout_s);
   const absl::Duration drafter_retry = absl::Seconds(5);
-  if (flags.pairs.empty()) {
-    return orchestrator::BackendPool::Fixed(
-        {.host = flags.verifier_addr,
-         .verifier = std::make_shared<verifier::GrpcVerifierClient>(
-             rpc::Connect(flags.verifier_addr), timeout),
-         .drafter = flags.drafter_addr.empty() ? nullptr
-                                               : std::make_shared<drafter::GrpcDrafterClient>(
-                                                     rpc::Connect(flags.drafter_addr), timeout)},
-        drafter_retry);
-  }
   orchestrator::BackendPool::Discover discover;
-  if (flags.pairs.starts_with("dns:")) {
-    discover = [name = flags.pairs.substr(4)] { return rpc::ResolveHosts(name); };
+  orchestrator::BackendPool::Connect connect;
+  if (flags.pairs.empty()) {
+    discover = [host = flags.verifier_addr]() -> absl::StatusOr<std::vector<std::string>> {
+      return std::vector<std::string>{host};
+    };
+    connect = [drafter_addr = flags.drafter_addr, timeout](const std::string& host) {
+      return orchestrator::BackendPair{
+          .host = host,
+          .verifier =
+              std::make_shared<verifier::GrpcVerifierClient>(rpc::Connect(host), timeout),
+          .drafter = drafter_addr.empty() ? nullptr
+                                          : std::make_shared<drafter::GrpcDrafterClient>(
+                                                rpc::Connect(drafter_addr), timeout)};
+    };
   } else {
-    const std::vector<std::string> hosts = absl::StrSplit(flags.pairs, ',', absl::SkipEmpty());
-    discover = [hosts]() -> absl::StatusOr<std::vector<std::string>> { return hosts; };
+    if (flags.pairs.starts_with("dns:")) {
+      discover = [name = flags.pairs.substr(4)] { return rpc::ResolveHosts(name); };
+    } else {
+      const std::vector<std::string> hosts = absl::StrSplit(flags.pairs, ',', absl::SkipEmpty());
+      discover = [hosts]() -> absl::StatusOr<std::vector<std::string>> { return hosts; };
+    }
+    connect = [verifier_port = flags.verifier_port, drafter_port = flags.drafter_port,
+               timeout](const std::string& host) {
+      return orchestrator::BackendPair{
+          .host = host,
+          .verifier = std::make_shared<verifier::GrpcVerifierClient>(
+              rpc::Connect(absl::StrCat(host, ":", verifier_port)), timeout),
+          .drafter = drafter_port == 0
+                         ? nullptr
+                         : std::make_shared<drafter::GrpcDrafterClient>(
+                               rpc::Connect(absl::StrCat(host, ":", drafter_port)), timeout)};
+    };
   }
-  auto connect = [verifier_port = flags.verifier_port, drafter_port = flags.drafter_port,
-                  timeout](const std::string& host) {
-    return orchestrator::BackendPair{
-        .host = host,
-        .verifier = std::make_shared<verifier::GrpcVerifierClient>(
-            rpc::Connect(absl::StrCat(host, ":", verifier_port)), timeout),
-        .drafter = drafter_port == 0
-                       ? nullptr
-                       : std::make_shared<drafter::GrpcDrafterClient>(
-                             rpc::Connect(absl::StrCat(host, ":", drafter_port)), timeout)};
-  };
   std::unique_ptr<orchestrator::BackendPool> pool =
       orchestrator::BackendPool::Discovered(std::move(discover), connect, drafter_retry);
   // Pairs load their checkpoints for minutes: wait for the first (health answers nothing until
@@ -238,7 +245,10 @@ absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> RemotePairs(const Ser
       std::cerr << "specd serve: " << refreshed.message() << "\n";
     }
     if (pool->target().has_value()) break;
-    if (!told) std::cerr << "specd serve: waiting for a target verifier at " << flags.pairs << "\n";
+    if (!told) {
+      std::cerr << "specd serve: waiting for a target verifier at "
+                << (flags.pairs.empty() ? flags.verifier_addr : flags.pairs) << "\n";
+    }
     if (StopSignalWithin(period)) {
       return absl::CancelledError("stopped before any target verifier answered");
     }
@@ -415,7 +425,8 @@ void AddServeCommand(CLI::App& app) {
       ->add_option("--window", flags->window,
                    "drafter, orchestrator, all: default draft attention window (0: full)")
       ->capture_default_str();
-  serve->add_option("--verifier-addr", flags->verifier_addr, "orchestrator: HOST:PORT");
+  serve->add_option("--verifier-addr", flags->verifier_addr,
+                    "orchestrator: HOST:PORT (waited for, asked again every --pairs-refresh s)");
   serve->add_option("--drafter-addr", flags->drafter_addr,
                     "orchestrator: HOST:PORT (none: target-only)");
   serve->add_option("--pairs", flags->pairs,
@@ -431,7 +442,7 @@ void AddServeCommand(CLI::App& app) {
       ->capture_default_str();
   serve
       ->add_option("--pairs-refresh", flags->pairs_refresh_s,
-                   "orchestrator: seconds between looks for --pairs hosts joining or leaving")
+                   "orchestrator: seconds between looks for --pairs hosts (or --verifier-addr) joining or leaving")
       ->capture_default_str();
   serve->add_option("--tokenizer", flags->tokenizer,
                     "orchestrator, all: tokenizer.json for text prompts (all: default the "
