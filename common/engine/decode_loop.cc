@@ -1,6 +1,5 @@
 #include "common/engine/decode_loop.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "common/engine/acceptance_stats.h"
@@ -66,7 +65,6 @@ absl::StatusOr<GenerationResult> RunDecodeLoop(TargetPort& target, DraftPort* dr
       stats.draft_ms += *step.draft_ms;
       if (proposed.ok()) {
         drafts = *std::move(proposed);
-        drafts.resize(std::min<size_t>(drafts.size(), room - 1));
       } else {
         // The output never depends on the drafter, so losing it costs speed only.
         step.drafter_failure = proposed.status();

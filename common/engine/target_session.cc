@@ -80,9 +80,9 @@ absl::StatusOr<TargetStep> TargetSession::Verify(std::span<const int64_t> drafts
   // The step may emit a token per block position.
   const auto block_length = static_cast<int64_t>(drafts.size()) + 1;
   if (block_length > room()) {
-    return absl::OutOfRangeError(absl::StrCat(
-        "a block of ", block_length, " does not fit: ", options_.max_length - room(), " of the session's ",
-        options_.max_length, " tokens are used"));
+    return absl::OutOfRangeError(absl::StrCat("a block of ", block_length, " does not fit: ",
+                                              options_.max_length - room(), " of the session's ",
+                                              options_.max_length, " tokens are used"));
   }
   std::vector<int64_t> block = {generated_.back()};
   block.insert(block.end(), drafts.begin(), drafts.end());

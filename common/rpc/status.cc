@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
+
 namespace specd::rpc {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
@@ -12,6 +14,10 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 absl::Status FromGrpcStatus(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+absl::Status AtField(absl::string_view field, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat(field, ": ", status.message()));
 }
 
 std::string StatusCodeName(grpc::StatusCode code) {

@@ -195,6 +195,19 @@ absl::Status AddDrafter(const ServeFlags& flags, const std::string& target_dir,
   return absl::OkStatus();
 }
 
+// The clients of a pair named `host`: its verifier at `verifier_addr`, its drafter at
+// `drafter_addr` (none: target-only).
+orchestrator::BackendPair ConnectPair(const std::string& host, const std::string& verifier_addr,
+                                      const std::string& drafter_addr, absl::Duration timeout) {
+  return orchestrator::BackendPair{
+      .host = host,
+      .verifier =
+          std::make_shared<verifier::GrpcVerifierClient>(rpc::Connect(verifier_addr), timeout),
+      .drafter = drafter_addr.empty() ? nullptr
+                                      : std::make_shared<drafter::GrpcDrafterClient>(
+                                            rpc::Connect(drafter_addr), timeout)};
+}
+
 // The orchestrator's pairs from its flags: --pairs hosts (discovered), or the one verifier (and
 // drafter) at --verifier-addr (--drafter-addr). Either way it waits for the first verifier to
 // answer, so the order an init system or a compose file starts the processes in does not matter.
@@ -208,13 +221,7 @@ absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> RemotePairs(const Ser
       return std::vector<std::string>{host};
     };
     connect = [drafter_addr = flags.drafter_addr, timeout](const std::string& host) {
-      return orchestrator::BackendPair{
-          .host = host,
-          .verifier =
-              std::make_shared<verifier::GrpcVerifierClient>(rpc::Connect(host), timeout),
-          .drafter = drafter_addr.empty() ? nullptr
-                                          : std::make_shared<drafter::GrpcDrafterClient>(
-                                                rpc::Connect(drafter_addr), timeout)};
+      return ConnectPair(host, host, drafter_addr, timeout);
     };
   } else {
     if (flags.pairs.starts_with("dns:")) {
@@ -225,14 +232,8 @@ absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> RemotePairs(const Ser
     }
     connect = [verifier_port = flags.verifier_port, drafter_port = flags.drafter_port,
                timeout](const std::string& host) {
-      return orchestrator::BackendPair{
-          .host = host,
-          .verifier = std::make_shared<verifier::GrpcVerifierClient>(
-              rpc::Connect(absl::StrCat(host, ":", verifier_port)), timeout),
-          .drafter = drafter_port == 0
-                         ? nullptr
-                         : std::make_shared<drafter::GrpcDrafterClient>(
-                               rpc::Connect(absl::StrCat(host, ":", drafter_port)), timeout)};
+      return ConnectPair(host, absl::StrCat(host, ":", verifier_port),
+                         drafter_port == 0 ? "" : absl::StrCat(host, ":", drafter_port), timeout);
     };
   }
   std::unique_ptr<orchestrator::BackendPool> pool =

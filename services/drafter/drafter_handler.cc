@@ -10,6 +10,7 @@
 #include "common/rpc/context_buffer.h"
 #include "common/rpc/proto_duration.h"
 #include "common/rpc/random_id.h"
+#include "common/rpc/status.h"
 #include "common/engine/target_session.h"
 #include "common/engine/elapsed.h"
 
@@ -82,7 +83,7 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::Draft(const v1::DraftRequest& 
   const int64_t anchor = request.anchor_token_id();
   if (absl::Status ids = engine::CheckTokenIds({&anchor, 1}, target_config_.vocab_size);
       !ids.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("anchor_token_id: ", ids.message()));
+    return rpc::AtField("anchor_token_id", ids);
   }
   bool opened = false;
   absl::StatusOr<std::shared_ptr<Session>> session = FindOrOpen(request.session_id(), opened);
@@ -125,9 +126,8 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
     const int64_t from =
         std::min<int64_t>(request.context().token_range().begin(), draft.length());
     std::lock_guard compute(compute_mutex_);
-    const at::Tensor rows =
-        at::from_blob(const_cast<float*>(session.context.Row(from)),
-                      {std::max<int64_t>(end - from, 0), session.context.width()}, at::kFloat);
+    const at::Tensor rows = at::from_blob(const_cast<float*>(session.context.Row(from)),
+                                          {end - from, session.context.width()}, at::kFloat);
     if (absl::Status appended = draft.Append({.begin = from, .ids = {}, .rows = rows});
         !appended.ok()) {
       return appended;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/rpc/proto_duration.h"
 #include "common/rpc/random_id.h"
+#include "common/rpc/status.h"
 #include "common/engine/elapsed.h"
 #include "common/engine/decode_loop.h"
 #include "common/engine/generation_output.h"
@@ -181,9 +182,7 @@ absl::StatusOr<GenerationHandler::Prepared> GenerationHandler::Prepare(
                                                 : options_.default_draft_window,
        .min_confidence = speculation.min_draft_confidence()},
       drafter_block);
-  if (!draft.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("speculation: ", draft.status().message()));
-  }
+  if (!draft.ok()) return rpc::AtField("speculation", draft.status());
   prepared.draft = *draft;
   if (prepared.draft.block_size > 1) {
     prepared.tapped_layer_ids.assign(drafter->target_layer_ids().begin(),
@@ -294,6 +293,7 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
   double verify_seconds = 0;
   bool first_message = true;
   bool client_gone = false;
+  v1::AcceptanceStats acceptance;  // as of the last step
   const Clock::time_point prefill_start = Clock::now();
   Clock::time_point first_token_time = prefill_start;
   Clock::time_point last_emission = prefill_start;
@@ -301,8 +301,7 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
   // message why generation ended (with the stop that matched, from the `ended` output) and where
   // the time went.
   auto send = [&](const engine::DecodeStep* step, int64_t completion_tokens,
-                  const engine::AcceptanceStats& stats, v1::FinishReason finish,
-                  const engine::GenerationOutput* ended) {
+                  v1::FinishReason finish, const engine::GenerationOutput* ended) {
     v1::GenerateStreamResponse message;
     message.set_request_id(request.request_id());
     if (step != nullptr) {
@@ -315,7 +314,7 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
     }
     message.mutable_usage()->set_prompt_tokens(static_cast<uint32_t>(prompt_length));
     message.mutable_usage()->set_completion_tokens(static_cast<uint32_t>(completion_tokens));
-    *message.mutable_acceptance() = AcceptanceProto(stats);
+    *message.mutable_acceptance() = acceptance;
     message.set_regime(RegimeProto(prepared.regime));
     message.set_seed(prepared.sampling.seed());
     if (first_message && request.return_prompt_token_ids()) {
@@ -342,8 +341,6 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
     record.generation_tokens = completion_tokens;
     return write(message);
   };
-  // The statistics as of the last step, for the message that ends an aborted request.
-  std::optional<engine::AcceptanceStats> final_stats;
 
   engine::DecodeHooks hooks;
   hooks.cancelled = [&] { return flight.aborted || cancelled(); };
@@ -371,10 +368,10 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
       metrics_.RecordInterTokenLatency(prepared.regime, SecondsBetween(last_emission, now));
     }
     last_emission = now;
-    final_stats = stats;
+    acceptance = AcceptanceProto(stats);
     const v1::FinishReason finish = output.stopped() ? FinishReasonOf(output.stop_reason())
                                                      : v1::FINISH_REASON_UNSPECIFIED;
-    client_gone = !send(&step, output.size(), stats, finish, &output);
+    client_gone = !send(&step, output.size(), finish, &output);
     return !client_gone;
   };
   absl::StatusOr<engine::GenerationResult> result = engine::RunDecodeLoop(
@@ -383,8 +380,7 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
   if (result->stop_reason != engine::StopReason::kCancelled) return absl::OkStatus();
   if (client_gone) return absl::CancelledError("the client went away");
   if (flight.aborted) {
-    send(nullptr, static_cast<int64_t>(result->ids.size()), *final_stats,
-         v1::FINISH_REASON_ABORT, nullptr);
+    send(nullptr, static_cast<int64_t>(result->ids.size()), v1::FINISH_REASON_ABORT, nullptr);
     return absl::OkStatus();
   }
   record.finished_reason = "abort";

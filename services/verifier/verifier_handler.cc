@@ -11,20 +11,12 @@
 #include "common/rpc/context_buffer.h"
 #include "common/rpc/proto_duration.h"
 #include "common/rpc/random_id.h"
+#include "common/rpc/status.h"
 #include "common/engine/stop_criteria.h"
 #include "common/engine/elapsed.h"
 #include "services/verifier/sampling_params.h"
 
 namespace specd::verifier {
-namespace {
-
-// `status` with the contract's field name in front of its message.
-absl::Status AtField(const char* field, const absl::Status& status) {
-  return absl::Status(status.code(), absl::StrCat(field, ": ", status.message()));
-}
-
-}  // namespace
-
 struct VerifierHandler::Session {
   explicit Session(engine::TargetSession target) : target(std::move(target)) {}
 
@@ -105,7 +97,7 @@ absl::StatusOr<std::shared_ptr<VerifierHandler::Session>> VerifierHandler::NewSe
       engine::TargetSession::Open(target_, std::move(options));
   if (!target.ok()) {
     return target.status().code() == absl::StatusCode::kInvalidArgument
-               ? AtField("token_ids", target.status())
+               ? rpc::AtField("token_ids", target.status())
                : target.status();
   }
   auto session = std::make_shared<Session>(*std::move(target));
@@ -187,7 +179,7 @@ absl::StatusOr<v1::VerifyResponse> VerifierHandler::RunVerify(Session& session,
   }
   if (!step.ok()) {
     return step.status().code() == absl::StatusCode::kInvalidArgument
-               ? AtField("draft_token_ids", step.status())
+               ? rpc::AtField("draft_token_ids", step.status())
                : step.status();
   }
   v1::VerifyResponse response;
