@@ -14,8 +14,7 @@ absl::StatusOr<DraftOptions> ResolveDraftOptions(const DraftOptions& options,
                                                    "] (the drafter's block size)"));
   }
   if (resolved.window < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("window = ", resolved.window, " must be ≥ 0"));
+    return absl::InvalidArgumentError(absl::StrCat("window = ", resolved.window, " must be ≥ 0"));
   }
   if (!(resolved.min_confidence >= 0 && resolved.min_confidence <= 1)) {
     return absl::InvalidArgumentError(

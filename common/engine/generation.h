@@ -8,12 +8,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "common/io/qwen35_config.h"
-#include "common/model/sampling.h"
 #include "common/engine/acceptance_stats.h"
 #include "common/engine/ports.h"
 #include "common/engine/regime.h"
 #include "common/engine/stop_criteria.h"
+#include "common/model/sampling.h"
 #include "common/text/tokenizer.h"
 
 namespace specd::engine {

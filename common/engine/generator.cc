@@ -35,16 +35,15 @@ absl::StatusOr<GenerationResult> Generator::Generate(const GenerationRequest& re
       *target_, {.prompt = request.prompt,
                  .sampling = request.sampling,
                  .ending_ids = EndingTokenIds(request.stop),
-                 .hidden_states = drafter_ == nullptr ? std::vector<int64_t>()
-                                                      : drafter_->TargetHiddenStates(),
+                 .hidden_states =
+                     drafter_ == nullptr ? std::vector<int64_t>() : drafter_->TargetHiddenStates(),
                  .max_length = max_length,
                  .top_logprobs = request.top_logprobs});
   if (!session.ok()) return session.status();
   InProcessTargetPort target(*std::move(session));
   std::optional<InProcessDraftPort> draft;
   if (drafter_ != nullptr) {
-    absl::StatusOr<std::unique_ptr<DraftSession>> draft_session =
-        drafter_->OpenSession(max_length);
+    absl::StatusOr<std::unique_ptr<DraftSession>> draft_session = drafter_->OpenSession(max_length);
     if (!draft_session.ok()) return draft_session.status();
     draft.emplace(target, *std::move(draft_session), options_);
   }
@@ -56,8 +55,8 @@ absl::StatusOr<GenerationResult> Generator::Generate(const GenerationRequest& re
       return true;
     };
   }
-  absl::StatusOr<GenerationResult> result = RunDecodeLoop(
-      target, draft.has_value() ? &*draft : nullptr, tokenizer_, request.stop, hooks);
+  absl::StatusOr<GenerationResult> result =
+      RunDecodeLoop(target, draft.has_value() ? &*draft : nullptr, tokenizer_, request.stop, hooks);
   if (!result.ok()) return result.status();
   result->regime = ClassifyRegime(prompt_length, regimes_);
   return result;

@@ -36,9 +36,9 @@ absl::StatusOr<std::vector<int64_t>> InProcessDraftPort::Propose(int64_t anchor,
     for (const CommittedContext& context : target_.TakeContext()) {
       if (absl::Status appended = session_->Append(context); !appended.ok()) return appended;
     }
-    absl::StatusOr<DraftProposal> proposal = session_->Propose(
-        anchor, std::min(options_.block_size - 1, max_tokens), options_,
-        /*report_confidence=*/false);
+    absl::StatusOr<DraftProposal> proposal =
+        session_->Propose(anchor, std::min(options_.block_size - 1, max_tokens), options_,
+                          /*report_confidence=*/false);
     if (!proposal.ok()) return proposal.status();
     return std::move(proposal->tokens);
   } catch (const c10::Error& error) {

@@ -80,8 +80,7 @@ absl::StatusOr<DraftOptions> OracleDrafter::Resolve(const DraftOptions& options)
   return ResolveDraftOptions(options, block_size_);
 }
 
-absl::StatusOr<std::unique_ptr<DraftSession>> OracleDrafter::OpenSession(
-    int64_t max_length) const {
+absl::StatusOr<std::unique_ptr<DraftSession>> OracleDrafter::OpenSession(int64_t max_length) const {
   absl::StatusOr<model::Qwen35Cache> cache = target_.NewCache(max_length);
   if (!cache.ok()) return cache.status();
   return std::make_unique<OracleDraftSession>(target_, *std::move(cache));

@@ -14,7 +14,7 @@ namespace specd::engine {
 
 struct TokenLogprob {
   int64_t token = 0;
-  float logprob = 0;                            // under the target's raw distribution
+  float logprob = 0;                           // under the target's raw distribution
   std::vector<std::pair<int64_t, float>> top;  // the row's most likely tokens, best first
 };
 

@@ -53,10 +53,9 @@ int64_t TargetSession::room() const {
 absl::StatusOr<TargetStep> TargetSession::Prefill() {
   if (!generated_.empty()) return absl::FailedPreconditionError("the session is prefilled");
   try {
-    absl::StatusOr<model::ForwardOutput> prefill =
-        target_->Prefill(options_.prompt, cache_,
-                         {.logit_rows = model::LogitRows::kLast,
-                          .hidden_states = options_.hidden_states});
+    absl::StatusOr<model::ForwardOutput> prefill = target_->Prefill(
+        options_.prompt, cache_,
+        {.logit_rows = model::LogitRows::kLast, .hidden_states = options_.hidden_states});
     if (!prefill.ok()) return prefill.status();
     TargetStep step;
     step.tokens.ids = {sampler_.Sample(prefill->logits.select(0, 0), options_.prompt, {})};
@@ -80,9 +79,9 @@ absl::StatusOr<TargetStep> TargetSession::Verify(std::span<const int64_t> drafts
   // The step may emit a token per block position.
   const auto block_length = static_cast<int64_t>(drafts.size()) + 1;
   if (block_length > room()) {
-    return absl::OutOfRangeError(absl::StrCat("a block of ", block_length, " does not fit: ",
-                                              options_.max_length - room(), " of the session's ",
-                                              options_.max_length, " tokens are used"));
+    return absl::OutOfRangeError(
+        absl::StrCat("a block of ", block_length, " does not fit: ", options_.max_length - room(),
+                     " of the session's ", options_.max_length, " tokens are used"));
   }
   std::vector<int64_t> block = {generated_.back()};
   block.insert(block.end(), drafts.begin(), drafts.end());
@@ -93,13 +92,13 @@ absl::StatusOr<TargetStep> TargetSession::Verify(std::span<const int64_t> drafts
         {.logit_rows = model::LogitRows::kAll, .hidden_states = options_.hidden_states});
     if (!verify.ok()) return verify.status();
     const size_t before = generated_.size();
-    absl::StatusOr<int64_t> accepted = AcceptDrafts(
-        verify->logits, block, sampler_, options_.prompt, generated_,
-        [this](int64_t token) -> absl::StatusOr<bool> {
-          generated_.push_back(token);
-          return std::find(options_.ending_ids.begin(), options_.ending_ids.end(), token) !=
-                 options_.ending_ids.end();
-        });
+    absl::StatusOr<int64_t> accepted =
+        AcceptDrafts(verify->logits, block, sampler_, options_.prompt, generated_,
+                     [this](int64_t token) -> absl::StatusOr<bool> {
+                       generated_.push_back(token);
+                       return std::find(options_.ending_ids.begin(), options_.ending_ids.end(),
+                                        token) != options_.ending_ids.end();
+                     });
     if (!accepted.ok()) return accepted.status();
     const int64_t committed = *accepted + 1;  // the anchor and the accepted drafts
     if (absl::Status rolled = cache_.Rollback(committed); !rolled.ok()) return rolled;

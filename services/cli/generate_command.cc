@@ -11,9 +11,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/model/qwen35_model.h"
 #include "common/engine/drafter_factory.h"
 #include "common/engine/generator.h"
+#include "common/model/qwen35_model.h"
 #include "common/text/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "services/cli/commands.h"
@@ -128,15 +128,15 @@ absl::Status Generate(const GenerateFlags& flags) {
   if (!prompt.ok()) return prompt.status();
 
   engine::GenerationRequest request{.prompt = *std::move(prompt),
-                                  .sampling = {.temperature = flags.temperature,
-                                               .top_k = flags.top_k,
-                                               .top_p = flags.top_p,
-                                               .seed = flags.seed},
-                                  .stop = {.max_new_tokens = flags.max_new_tokens,
-                                           .eos_ids = target->config().eos_token_ids,
-                                           .stop_strings = flags.stop,
-                                           .ignore_eos = flags.ignore_eos},
-                                  .top_logprobs = flags.logprobs};
+                                    .sampling = {.temperature = flags.temperature,
+                                                 .top_k = flags.top_k,
+                                                 .top_p = flags.top_p,
+                                                 .seed = flags.seed},
+                                    .stop = {.max_new_tokens = flags.max_new_tokens,
+                                             .eos_ids = target->config().eos_token_ids,
+                                             .stop_strings = flags.stop,
+                                             .ignore_eos = flags.ignore_eos},
+                                    .top_logprobs = flags.logprobs};
   const bool text_output = flags.format == "text";
   const text::Tokenizer* output_tokenizer = detokenize ? tokenizer.get() : nullptr;
   const engine::ChunkCallback stream = [&](const engine::GenerationChunk& chunk) {

@@ -443,7 +443,8 @@ void AddServeCommand(CLI::App& app) {
       ->capture_default_str();
   serve
       ->add_option("--pairs-refresh", flags->pairs_refresh_s,
-                   "orchestrator: seconds between looks for --pairs hosts (or --verifier-addr) joining or leaving")
+                   "orchestrator: seconds between looks for --pairs hosts (or --verifier-addr) "
+                   "joining or leaving")
       ->capture_default_str();
   serve->add_option("--tokenizer", flags->tokenizer,
                     "orchestrator, all: tokenizer.json for text prompts (all: default the "

@@ -35,16 +35,16 @@ struct SpecBenchFlags {
 };
 
 engine::GenerationRequest GreedyRequest(int64_t prompt_length, int64_t new_tokens, int64_t vocab,
-                                      uint64_t seed) {
+                                        uint64_t seed) {
   std::mt19937_64 random(seed);
   std::uniform_int_distribution<int64_t> token(0, vocab - 1);
   engine::GenerationRequest request{.prompt = std::vector<int64_t>(prompt_length),
-                                  .sampling = {},
-                                  .stop = {.max_new_tokens = new_tokens,
-                                           .eos_ids = {},
-                                           .stop_ids = {},
-                                           .stop_strings = {},
-                                           .ignore_eos = true}};
+                                    .sampling = {},
+                                    .stop = {.max_new_tokens = new_tokens,
+                                             .eos_ids = {},
+                                             .stop_ids = {},
+                                             .stop_strings = {},
+                                             .ignore_eos = true}};
   for (int64_t& id : request.prompt) id = token(random);
   return request;
 }
@@ -66,8 +66,8 @@ std::vector<engine::RegimeWorkload> Workloads(const SpecBenchFlags& flags) {
 
 // The run with the fastest decode of `repeats` (on a shared machine the others met contention).
 absl::StatusOr<engine::GenerationResult> Fastest(const engine::Generator& decoder,
-                                               const engine::GenerationRequest& request,
-                                               int64_t repeats) {
+                                                 const engine::GenerationRequest& request,
+                                                 int64_t repeats) {
   absl::StatusOr<engine::GenerationResult> best = decoder.Generate(request);
   for (int64_t i = 1; i < repeats && best.ok(); ++i) {
     absl::StatusOr<engine::GenerationResult> run = decoder.Generate(request);

@@ -7,12 +7,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/engine/elapsed.h"
+#include "common/engine/target_session.h"
 #include "common/rpc/context_buffer.h"
 #include "common/rpc/proto_duration.h"
 #include "common/rpc/random_id.h"
 #include "common/rpc/status.h"
-#include "common/engine/target_session.h"
-#include "common/engine/elapsed.h"
 
 namespace specd::drafter {
 
@@ -69,8 +69,8 @@ absl::StatusOr<std::shared_ptr<DrafterHandler::Session>> DrafterHandler::FindOrO
     const std::string& session_id, bool& opened) {
   if (std::shared_ptr<Session> found = sessions_.Find(session_id)) return found;
   opened = true;
-  const auto width = static_cast<int64_t>(drafter_->TargetHiddenStates().size()) *
-                     target_config_.hidden_size;
+  const auto width =
+      static_cast<int64_t>(drafter_->TargetHiddenStates().size()) * target_config_.hidden_size;
   return sessions_.Insert(session_id, std::make_shared<Session>(width));
 }
 
@@ -123,8 +123,7 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
     engine::DraftSession& draft = *session.draft;
     // Rows the verifier rewrote are taken in again, and so are rows of verifies this drafter was
     // not called for; they are projected straight from the mapped buffer (never copied).
-    const int64_t from =
-        std::min<int64_t>(request.context().token_range().begin(), draft.length());
+    const int64_t from = std::min<int64_t>(request.context().token_range().begin(), draft.length());
     std::lock_guard compute(compute_mutex_);
     const at::Tensor rows = at::from_blob(const_cast<float*>(session.context.Row(from)),
                                           {end - from, session.context.width()}, at::kFloat);

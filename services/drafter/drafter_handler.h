@@ -9,9 +9,9 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "common/engine/dflash_block_drafter.h"
 #include "common/io/qwen35_config.h"
 #include "common/metrics/gauge.h"
-#include "common/engine/dflash_block_drafter.h"
 #include "common/model/dflash_drafter.h"
 #include "common/model/token_head.h"
 #include "common/rpc/session_table.h"

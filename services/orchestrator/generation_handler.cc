@@ -8,13 +8,13 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "common/engine/decode_loop.h"
+#include "common/engine/elapsed.h"
+#include "common/engine/generation_output.h"
+#include "common/engine/stop_criteria.h"
 #include "common/rpc/proto_duration.h"
 #include "common/rpc/random_id.h"
 #include "common/rpc/status.h"
-#include "common/engine/elapsed.h"
-#include "common/engine/decode_loop.h"
-#include "common/engine/generation_output.h"
-#include "common/engine/stop_criteria.h"
 #include "services/orchestrator/prompt.h"
 #include "services/orchestrator/remote_ports.h"
 #include "services/verifier/sampling_params.h"
@@ -62,7 +62,8 @@ v1::AcceptanceStats AcceptanceProto(const engine::AcceptanceStats& stats) {
 }
 
 v1::FinishReason FinishReasonOf(engine::StopReason reason) {
-  return reason == engine::StopReason::kMaxTokens ? v1::FINISH_REASON_LENGTH : v1::FINISH_REASON_STOP;
+  return reason == engine::StopReason::kMaxTokens ? v1::FINISH_REASON_LENGTH
+                                                  : v1::FINISH_REASON_STOP;
 }
 
 const char* FinishReasonLabel(v1::FinishReason reason) {
@@ -369,8 +370,8 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
     }
     last_emission = now;
     acceptance = AcceptanceProto(stats);
-    const v1::FinishReason finish = output.stopped() ? FinishReasonOf(output.stop_reason())
-                                                     : v1::FINISH_REASON_UNSPECIFIED;
+    const v1::FinishReason finish =
+        output.stopped() ? FinishReasonOf(output.stop_reason()) : v1::FINISH_REASON_UNSPECIFIED;
     client_gone = !send(&step, output.size(), finish, &output);
     return !client_gone;
   };

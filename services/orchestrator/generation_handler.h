@@ -16,9 +16,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/metrics/registry.h"
 #include "common/engine/elapsed.h"
 #include "common/engine/regime.h"
+#include "common/metrics/registry.h"
 #include "common/text/chat_template.h"
 #include "common/text/tokenizer.h"
 #include "services/orchestrator/admission_queue.h"

@@ -82,7 +82,8 @@ OrchestratorMetrics::OrchestratorMetrics(metrics::Registry& registry, std::strin
           registry.AddGauge("specd_num_requests_waiting", "Requests waiting for a slot.", {"model"})
               .WithLabels({model_})) {}
 
-void OrchestratorMetrics::RecordDraftedStep(engine::Regime regime, int64_t drafts, int64_t accepted) {
+void OrchestratorMetrics::RecordDraftedStep(engine::Regime regime, int64_t drafts,
+                                            int64_t accepted) {
   const std::string name = engine::RegimeName(regime);
   num_drafts_.WithLabels({model_, name}).Increment();
   num_draft_tokens_.WithLabels({model_, name}).Increment(static_cast<double>(drafts));

@@ -4,8 +4,8 @@
 // `regime` where the number depends on it, so τ and time to first token can be read per regime.
 #include <string>
 
-#include "common/metrics/registry.h"
 #include "common/engine/regime.h"
+#include "common/metrics/registry.h"
 
 namespace specd::orchestrator {
 

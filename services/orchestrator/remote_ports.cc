@@ -37,10 +37,9 @@ absl::StatusOr<engine::EmittedTokens> RemoteTargetPort::Verify(std::span<const i
   if (!response.ok()) return response.status();
   generation_ = response->generation();
   context_ = response->context();
-  engine::EmittedTokens tokens{
-      .ids = std::vector<int64_t>(response->accepted_token_ids().begin(),
-                                  response->accepted_token_ids().end()),
-      .logprobs = {}};
+  engine::EmittedTokens tokens{.ids = std::vector<int64_t>(response->accepted_token_ids().begin(),
+                                                           response->accepted_token_ids().end()),
+                               .logprobs = {}};
   tokens.ids.push_back(response->next_token_id());
   for (const v1::TokenLogprob& logprob : response->logprobs()) {
     tokens.logprobs.push_back(verifier::FromProto(logprob));
@@ -59,8 +58,7 @@ RemoteDraftPort::~RemoteDraftPort() {
   (void)drafter_.Release(release);
 }
 
-absl::StatusOr<std::vector<int64_t>> RemoteDraftPort::Propose(int64_t anchor,
-                                                              int64_t max_tokens) {
+absl::StatusOr<std::vector<int64_t>> RemoteDraftPort::Propose(int64_t anchor, int64_t max_tokens) {
   v1::DraftRequest request;
   request.set_session_id(target_.session_id());
   *request.mutable_context() = target_.context();

@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/engine/elapsed.h"
+#include "common/engine/stop_criteria.h"
 #include "common/rpc/context_buffer.h"
 #include "common/rpc/proto_duration.h"
 #include "common/rpc/random_id.h"
 #include "common/rpc/status.h"
-#include "common/engine/stop_criteria.h"
-#include "common/engine/elapsed.h"
 #include "services/verifier/sampling_params.h"
 
 namespace specd::verifier {
@@ -67,18 +67,18 @@ absl::StatusOr<std::shared_ptr<VerifierHandler::Session>> VerifierHandler::NewSe
   engine::TargetSessionOptions options{
       .prompt = std::vector<int64_t>(request.token_ids().begin(), request.token_ids().end()),
       .sampling = *sampling,
-      .ending_ids = engine::EndingTokenIds(
-          {.max_new_tokens = 0,
-           .eos_ids = config.eos_token_ids,
-           .stop_ids = std::vector<int64_t>(params.stop_token_ids().begin(),
-                                            params.stop_token_ids().end()),
-           .stop_strings = {},
-           .ignore_eos = params.ignore_eos()}),
+      .ending_ids =
+          engine::EndingTokenIds({.max_new_tokens = 0,
+                                  .eos_ids = config.eos_token_ids,
+                                  .stop_ids = std::vector<int64_t>(params.stop_token_ids().begin(),
+                                                                   params.stop_token_ids().end()),
+                                  .stop_strings = {},
+                                  .ignore_eos = params.ignore_eos()}),
       .hidden_states = {},
-      .max_length = request.max_session_length() == 0
-                        ? options_.max_session_length
-                        : std::min<int64_t>(request.max_session_length(),
-                                            options_.max_session_length),
+      .max_length =
+          request.max_session_length() == 0
+              ? options_.max_session_length
+              : std::min<int64_t>(request.max_session_length(), options_.max_session_length),
       .top_logprobs = params.logprobs() ? static_cast<int64_t>(params.top_logprobs()) : -1};
   const std::vector<int64_t> layers = request.tapped_layer_ids().empty()
                                           ? options_.tapped_layer_ids

@@ -9,7 +9,7 @@ namespace specd::train {
 namespace {
 
 engine::GenerationRequest GreedyRequest(const std::vector<int64_t>& prompt,
-                                      const EvaluationOptions& options) {
+                                        const EvaluationOptions& options) {
   engine::GenerationRequest request;
   request.prompt = prompt;
   request.stop.max_new_tokens = options.max_new_tokens;

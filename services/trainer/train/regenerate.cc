@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/model/qwen35_model.h"
 #include "common/engine/generator.h"
+#include "common/model/qwen35_model.h"
 #include "common/text/tokenizer.h"
 #include "services/trainer/train/conversations.h"
 

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "common/engine/draft_session.h"
+#include "common/engine/generator.h"
 #include "common/io/safetensors_file.h"
 #include "common/model/dflash_drafter.h"
 #include "common/model/qwen35_model.h"
 #include "common/model/random_drafter.h"
-#include "common/engine/draft_session.h"
-#include "common/engine/generator.h"
 #include "gtest/gtest.h"
 #include "tests/support/paths.h"
 #include "tests/unit/common/model/tensor_matchers.h"
@@ -101,8 +101,7 @@ inline GenerationResult Speculative(const model::Qwen35Model& target, const Draf
                                     const text::Tokenizer* tokenizer = nullptr,
                                     const ChunkCallback& on_chunk = nullptr,
                                     const DraftOptions& options = {}) {
-  absl::StatusOr<Generator> generator =
-      Generator::Speculative(target, drafter, tokenizer, options);
+  absl::StatusOr<Generator> generator = Generator::Speculative(target, drafter, tokenizer, options);
   EXPECT_TRUE(generator.ok()) << generator.status();
   if (!generator.ok()) return GenerationResult{};
   absl::StatusOr<GenerationResult> result = generator->Generate(request, on_chunk);

@@ -2,8 +2,6 @@
 // what target-only decoding gives (greedy: token for token; sampled: the same sequence for the
 // same seed), blocks stop exactly where target-only output stops, and the acceptance statistics
 // describe what happened. The oracle drafter shows the engine accepting whole blocks.
-#include "common/engine/generator.h"
-
 #include <ATen/ATen.h>
 
 #include <map>
@@ -14,6 +12,7 @@
 #include <vector>
 
 #include "common/engine/dflash_block_drafter.h"
+#include "common/engine/generator.h"
 #include "common/engine/oracle_drafter.h"
 #include "common/text/tokenizer.h"
 #include "gtest/gtest.h"

@@ -1,13 +1,12 @@
 // Target-only generation on the qwen35-tiny-a fixture: the greedy continuation transformers
 // produced, each way of stopping, and seeded sampling (../shared/fixtures/README.md).
-#include "common/engine/generator.h"
-
 #include <ATen/ATen.h>
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/engine/generator.h"
 #include "common/io/safetensors_file.h"
 #include "gtest/gtest.h"
 #include "tests/support/paths.h"

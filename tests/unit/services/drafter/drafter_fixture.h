@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/model/qwen35_model.h"
 #include "common/engine/dflash_block_drafter.h"
+#include "common/model/qwen35_model.h"
 #include "gtest/gtest.h"
 #include "services/drafter/drafter_handler.h"
 #include "specd/v1/drafter.pb.h"
@@ -52,8 +52,7 @@ inline engine::testing::Drafting InProcessDrafter(const model::Qwen35Model& targ
   EXPECT_TRUE(drafter.ok()) << drafter.status();
   if (!drafter.ok()) return {};
   absl::StatusOr<std::unique_ptr<engine::DFlashBlockDrafter>> block =
-      engine::DFlashBlockDrafter::Create(*std::move(drafter), target.token_head(),
-                                         target.config());
+      engine::DFlashBlockDrafter::Create(*std::move(drafter), target.token_head(), target.config());
   EXPECT_TRUE(block.ok()) << block.status();
   if (!block.ok()) return {};
   absl::StatusOr<engine::DraftOptions> resolved = (*block)->Resolve(options);

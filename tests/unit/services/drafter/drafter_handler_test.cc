@@ -93,7 +93,7 @@ class DrafterHandlerTest : public ::testing::Test {
 };
 
 engine::DraftOptions BlockOptions(int64_t block_size, int64_t window = 0,
-                                      double min_confidence = 0) {
+                                  double min_confidence = 0) {
   return {.block_size = block_size, .window = window, .min_confidence = min_confidence};
 }
 
@@ -104,8 +104,7 @@ std::vector<float> Confidences(const v1::DraftResponse& response) {
 TEST_F(DrafterHandlerTest, DraftingThroughTheServiceEqualsInProcessDraftingStepByStep) {
   std::unique_ptr<verifier::VerifierHandler> verifier = Verifier();
   std::unique_ptr<DrafterHandler> drafter = Drafter();
-  const engine::testing::Drafting dflash =
-      InProcessDrafter(Target(), BlockOptions(kTrainedBlock));
+  const engine::testing::Drafting dflash = InProcessDrafter(Target(), BlockOptions(kTrainedBlock));
   ASSERT_TRUE(verifier != nullptr && drafter != nullptr && dflash.drafter != nullptr);
   InProcessDrafting in_process(Target(), dflash);
   const std::vector<int64_t> prompt = Prompt(20);
@@ -317,8 +316,7 @@ TEST_F(DrafterHandlerTest, RequestsItCannotServeAreInvalidArguments) {
 TEST_F(DrafterHandlerTest, RowsOfVerifiesItWasNotCalledForAreProjectedToo) {
   std::unique_ptr<verifier::VerifierHandler> verifier = Verifier();
   std::unique_ptr<DrafterHandler> drafter = Drafter();
-  const engine::testing::Drafting dflash =
-      InProcessDrafter(Target(), BlockOptions(kTrainedBlock));
+  const engine::testing::Drafting dflash = InProcessDrafter(Target(), BlockOptions(kTrainedBlock));
   ASSERT_TRUE(verifier != nullptr && drafter != nullptr && dflash.drafter != nullptr);
   const std::vector<int64_t> prompt = Prompt(15);
   const std::vector<int64_t> expected =
@@ -408,8 +406,7 @@ TEST_F(DrafterHandlerTest, AHandleToAnotherBufferStartsTheContextOver) {
   // Verify's, whose rows begin past everything the old buffer held.
   std::unique_ptr<verifier::VerifierHandler> verifier = Verifier();
   std::unique_ptr<DrafterHandler> drafter = Drafter();
-  const engine::testing::Drafting dflash =
-      InProcessDrafter(Target(), BlockOptions(kTrainedBlock));
+  const engine::testing::Drafting dflash = InProcessDrafter(Target(), BlockOptions(kTrainedBlock));
   ASSERT_TRUE(verifier != nullptr && drafter != nullptr && dflash.drafter != nullptr);
   absl::StatusOr<v1::PrefillResponse> old_prefill =
       verifier->Prefill(PrefillRequestFor("s", Prompt(8, /*seed=*/21)));

@@ -89,8 +89,8 @@ class GenerationHandlerTest : public ::testing::Test {
 
   static std::vector<int64_t> TargetOnlyIds(const std::vector<int64_t>& prompt,
                                             double temperature = 0, uint64_t seed = 1) {
-    return engine::testing::TargetOnly(*target_,
-                                     engine::testing::Request(prompt, kNewTokens, temperature, seed))
+    return engine::testing::TargetOnly(
+               *target_, engine::testing::Request(prompt, kNewTokens, temperature, seed))
         .ids;
   }
 

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tests/unit/common/model/tensor_matchers.h"
 #include "tests/unit/common/engine/engine_fixture.h"
+#include "tests/unit/common/model/tensor_matchers.h"
 #include "tests/unit/services/verifier/verifier_fixture.h"
 
 namespace specd::verifier {
@@ -73,8 +73,8 @@ class VerifierHandlerTest : public ::testing::Test {
   // Target-only generation's output for `prompt`, greedy unless `temperature`.
   static std::vector<int64_t> TargetOnly(const std::vector<int64_t>& prompt, int64_t new_tokens,
                                          double temperature = 0, uint64_t seed = 0) {
-    return engine::testing::TargetOnly(Target(),
-                                     engine::testing::Request(prompt, new_tokens, temperature, seed))
+    return engine::testing::TargetOnly(
+               Target(), engine::testing::Request(prompt, new_tokens, temperature, seed))
         .ids;
   }
 
