@@ -2,10 +2,14 @@
 // The engine in one process: requests on a target, optionally drafted by a Drafter, run through
 // the one decode loop on in-process ports. `specd generate`, `specd bench spec`, the pipeline's
 // evaluation and data regeneration generate with it.
+#include <memory>
+#include <optional>
+
 #include "absl/status/statusor.h"
 #include "common/engine/decode_loop.h"
 #include "common/engine/draft_session.h"
 #include "common/engine/generation.h"
+#include "common/engine/in_process_ports.h"
 #include "common/engine/regime.h"
 #include "common/model/qwen35_model.h"
 #include "common/text/tokenizer.h"
@@ -31,12 +35,15 @@ class Generator {
                                             const ChunkCallback& on_chunk = nullptr) const;
 
   // The block size requests draft with; 1 target-only.
-  int64_t block_size() const { return drafter_ == nullptr ? 1 : options_.block_size; }
+  int64_t block_size() const { return options_.has_value() ? options_->block_size : 1; }
 
  private:
-  const model::Qwen35Model* target_;
-  const Drafter* drafter_ = nullptr;
-  DraftOptions options_;
+  Generator(const model::Qwen35Model& target, const Drafter* drafter,
+            std::optional<DraftOptions> options, const text::Tokenizer* tokenizer,
+            const RegimeThresholds& regimes);
+
+  std::shared_ptr<InProcessPair> pair_;  // shared by copies, which take turns on it
+  std::optional<DraftOptions> options_;  // resolved; none: target-only
   const text::Tokenizer* tokenizer_;
   RegimeThresholds regimes_;
 };

@@ -9,11 +9,16 @@
 
 namespace specd::engine {
 
-InProcessTargetPort::InProcessTargetPort(TargetSession session) : session_(std::move(session)) {}
+InProcessTargetPort::InProcessTargetPort(TargetSession session, std::mutex& turns)
+    : session_(std::move(session)), turns_(turns) {}
 
-absl::StatusOr<EmittedTokens> InProcessTargetPort::Prefill() { return Keep(session_.Prefill()); }
+absl::StatusOr<EmittedTokens> InProcessTargetPort::Prefill() {
+  std::lock_guard turn(turns_);
+  return Keep(session_.Prefill());
+}
 
 absl::StatusOr<EmittedTokens> InProcessTargetPort::Verify(std::span<const int64_t> drafts) {
+  std::lock_guard turn(turns_);
   return Keep(session_.Verify(drafts));
 }
 
@@ -27,11 +32,12 @@ std::vector<CommittedContext> InProcessTargetPort::TakeContext() { return std::m
 
 InProcessDraftPort::InProcessDraftPort(InProcessTargetPort& target,
                                        std::unique_ptr<DraftSession> session,
-                                       const DraftOptions& options)
-    : target_(target), session_(std::move(session)), options_(options) {}
+                                       const DraftOptions& options, std::mutex& turns)
+    : target_(target), session_(std::move(session)), options_(options), turns_(turns) {}
 
 absl::StatusOr<std::vector<int64_t>> InProcessDraftPort::Propose(int64_t anchor,
                                                                  int64_t max_tokens) {
+  std::lock_guard turn(turns_);
   try {
     for (const CommittedContext& context : target_.TakeContext()) {
       if (absl::Status appended = session_->Append(context); !appended.ok()) return appended;
@@ -44,6 +50,41 @@ absl::StatusOr<std::vector<int64_t>> InProcessDraftPort::Propose(int64_t anchor,
   } catch (const c10::Error& error) {
     return absl::InternalError(absl::StrCat("draft failed: ", error.what_without_backtrace()));
   }
+}
+
+InProcessPair::InProcessPair(const model::Qwen35Model& target, const Drafter* drafter)
+    : target_(target), drafter_(drafter) {}
+
+absl::StatusOr<RequestPorts> InProcessPair::Open(const GenerationRequest& request,
+                                                 const std::optional<DraftOptions>& draft) {
+  std::optional<DraftOptions> resolved;
+  if (draft.has_value()) {
+    if (drafter_ == nullptr) return absl::FailedPreconditionError("this pair has no drafter");
+    absl::StatusOr<DraftOptions> checked = drafter_->Resolve(*draft);
+    if (!checked.ok()) return checked.status();
+    resolved = *checked;
+  }
+  const int64_t max_length =
+      static_cast<int64_t>(request.prompt.size()) + request.stop.max_new_tokens;
+  absl::StatusOr<TargetSession> session = TargetSession::Open(
+      target_, {.prompt = request.prompt,
+                .sampling = request.sampling,
+                .ending_ids = EndingTokenIds(request.stop),
+                .hidden_states =
+                    resolved.has_value() ? drafter_->TargetHiddenStates() : std::vector<int64_t>(),
+                .max_length = max_length,
+                .top_logprobs = request.top_logprobs});
+  if (!session.ok()) return session.status();
+  auto target = std::make_unique<InProcessTargetPort>(*std::move(session), target_turns_);
+  RequestPorts ports;
+  if (resolved.has_value()) {
+    absl::StatusOr<std::unique_ptr<DraftSession>> draft_session = drafter_->OpenSession(max_length);
+    if (!draft_session.ok()) return draft_session.status();
+    ports.draft = std::make_unique<InProcessDraftPort>(*target, *std::move(draft_session),
+                                                       *resolved, drafter_turns_);
+  }
+  ports.target = std::move(target);
+  return ports;
 }
 
 }  // namespace specd::engine

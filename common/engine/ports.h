@@ -4,6 +4,7 @@
 // hand the committed hidden states over as tensors; remote ports are the gRPC clients of the
 // target-verifier and drafter services. Destroying a port releases its session.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <utility>
 #include <vector>
@@ -42,6 +43,12 @@ class DraftPort {
   // Up to min(max_tokens, block size − 1) proposals for the tokens after `anchor`, the last token
   // emitted, having taken in whatever its target port committed since the last call.
   virtual absl::StatusOr<std::vector<int64_t>> Propose(int64_t anchor, int64_t max_tokens) = 0;
+};
+
+// One request's ports; the draft port, which may refer to the target port, goes first.
+struct RequestPorts {
+  std::unique_ptr<TargetPort> target;
+  std::unique_ptr<DraftPort> draft;  // null: target-only
 };
 
 }  // namespace specd::engine

@@ -62,7 +62,7 @@ class HandledCounterFactory final : public grpc::experimental::ServerInterceptor
 absl::StatusOr<GrpcServer> StartGrpcServer(const std::string& address,
                                            const std::vector<grpc::Service*>& services,
                                            const std::vector<std::string>& health_names,
-                                           metrics::Registry& registry) {
+                                           metrics::Registry& registry, bool serving) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   metrics::Family<metrics::Counter>& handled =
@@ -81,14 +81,14 @@ absl::StatusOr<GrpcServer> StartGrpcServer(const std::string& address,
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
   }
   grpc::HealthCheckServiceInterface* health = result.server->GetHealthCheckService();
-  health->SetServingStatus(true);  // "" (the whole server)
-  for (const std::string& name : health_names) health->SetServingStatus(name, true);
+  health->SetServingStatus(serving);  // "" (the whole server)
+  for (const std::string& name : health_names) health->SetServingStatus(name, serving);
   return result;
 }
 
-void MarkNotServing(grpc::Server& server) {
+void SetServing(grpc::Server& server, bool serving) {
   if (grpc::HealthCheckServiceInterface* health = server.GetHealthCheckService()) {
-    health->SetServingStatus(false);
+    health->SetServingStatus(serving);
   }
 }
 

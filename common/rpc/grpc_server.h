@@ -21,14 +21,16 @@ struct GrpcServer {
 };
 
 // Listens on `address` ("HOST:PORT"; port 0 picks one). `services` must outlive the server;
-// `health_names` are the service names the health service reports as SERVING.
+// `health_names` are the service names the health service reports, with "" (the whole server):
+// SERVING, or NOT_SERVING until SetServing when `serving` is false (a server still waiting for
+// what it needs).
 absl::StatusOr<GrpcServer> StartGrpcServer(const std::string& address,
                                            const std::vector<grpc::Service*>& services,
                                            const std::vector<std::string>& health_names,
-                                           metrics::Registry& registry);
+                                           metrics::Registry& registry, bool serving = true);
 
-// Reports every name of `server`'s health service as NOT_SERVING (a draining server).
-void MarkNotServing(grpc::Server& server);
+// Reports every name of `server`'s health service as SERVING or NOT_SERVING (a draining server).
+void SetServing(grpc::Server& server, bool serving);
 
 // A channel to the specd process at `address` ("HOST:PORT"). Plain text: the services talk on
 // loopback or a trusted cluster network.

@@ -1,9 +1,11 @@
 // specd bench serve: what the distributed path costs against the embedded one, and how the
 // served system behaves under load.
-//  1. Per-step overhead: the same greedy requests through the orchestrator with the verifier and
-//     drafter handlers in process (embedded) and behind gRPC servers on loopback (distributed:
-//     serialization, TCP, thread hops and shared-memory handles), run in alternation; decode time
-//     per Draft → Verify step of each, the difference and the ratio.
+//  1. Per-step overhead: the same greedy requests through the orchestrator on three pairs, run in
+//     alternation: the engine's in-process ports (embedded, what `serve --role all` runs), the
+//     verifier and drafter handlers called in process (proto mapping and shared-memory context
+//     rows, no network), and the handlers behind gRPC servers on loopback (distributed: also
+//     serialization, TCP and thread hops); decode time per Draft → Verify step of each, and each
+//     one's ratio to the embedded one.
 //  2. Concurrency sweep: the distributed stack behind a GenerationService on loopback, c clients
 //     each running requests back to back: requests/s, tokens/s, p50 and p95 end-to-end latency.
 // Prompts are random ids, or with --prompts the user turns of a conversations JSONL (e.g. a
@@ -175,43 +177,53 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
   absl::StatusOr<rpc::GrpcServer> drafter_server =
       rpc::StartGrpcServer("127.0.0.1:0", {&drafter_service}, {}, registry);
   if (!drafter_server.ok()) return drafter_server.status();
-  absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> in_process_pair =
-      orchestrator::BackendPool::Fixed(
-          {.host = "in-process", .verifier = verifier_handler, .drafter = drafter_handler_shared},
-          absl::Seconds(5));
-  if (!in_process_pair.ok()) return in_process_pair.status();
-  absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> loopback_pair =
-      orchestrator::BackendPool::Fixed({.host = "loopback",
-                                        .verifier = std::make_shared<verifier::GrpcVerifierClient>(
-                                            Loopback(verifier_server->port), absl::Seconds(600)),
-                                        .drafter = std::make_shared<drafter::GrpcDrafterClient>(
-                                            Loopback(drafter_server->port), absl::Seconds(600))},
-                                       absl::Seconds(5));
-  if (!loopback_pair.ok()) return loopback_pair.status();
-
+  const std::vector<std::pair<const char*, orchestrator::BackendPair>> pairs = {
+      {"embedded",
+       {.host = "in-process",
+        .verifier = verifier_handler,
+        .drafter = drafter_handler_shared,
+        .in_process =
+            std::make_shared<engine::InProcessPair>(*target, &drafter_handler_shared->drafter())}},
+      {"handlers (shm)",
+       {.host = "handlers", .verifier = verifier_handler, .drafter = drafter_handler_shared}},
+      {"distributed",
+       {.host = "loopback",
+        .verifier = std::make_shared<verifier::GrpcVerifierClient>(Loopback(verifier_server->port),
+                                                                   absl::Seconds(600)),
+        .drafter = std::make_shared<drafter::GrpcDrafterClient>(Loopback(drafter_server->port),
+                                                                absl::Seconds(600))}}};
   orchestrator::OrchestratorOptions options;
   options.max_running = flags.concurrency.back();
   options.max_waiting = flags.concurrency.back();
-  metrics::Registry embedded_metrics, distributed_metrics;
-  absl::StatusOr<std::unique_ptr<orchestrator::GenerationHandler>> embedded =
-      orchestrator::GenerationHandler::Create(**in_process_pair, text_tokenizer, embedded_metrics,
-                                              options);
-  if (!embedded.ok()) return embedded.status();
-  absl::StatusOr<std::unique_ptr<orchestrator::GenerationHandler>> distributed =
-      orchestrator::GenerationHandler::Create(**loopback_pair, text_tokenizer, distributed_metrics,
-                                              options);
-  if (!distributed.ok()) return distributed.status();
+  struct Path {
+    const char* name;
+    std::unique_ptr<orchestrator::BackendPool> pool;
+    metrics::Registry metrics;
+    std::unique_ptr<orchestrator::GenerationHandler> handler;
+    StepCost cost;
+  };
+  std::vector<Path> paths(pairs.size());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    Path& path = paths[i];
+    path.name = pairs[i].first;
+    absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> pool =
+        orchestrator::BackendPool::Fixed(pairs[i].second, absl::Seconds(5));
+    if (!pool.ok()) return pool.status();
+    path.pool = *std::move(pool);
+    absl::StatusOr<std::unique_ptr<orchestrator::GenerationHandler>> handler =
+        orchestrator::GenerationHandler::Create(*path.pool, text_tokenizer, path.metrics, options);
+    if (!handler.ok()) return handler.status();
+    path.handler = *std::move(handler);
+  }
 
-  // 1. Per-step overhead, embedded and distributed in alternation.
+  // 1. Per-step overhead, the paths in alternation.
   absl::StatusOr<std::vector<v1::GenerateRequest>> prepared =
       Requests(flags, target->config().vocab_size);
   if (!prepared.ok()) return prepared.status();
   const std::vector<v1::GenerateRequest>& requests = *prepared;
-  StepCost embedded_cost, distributed_cost;
   for (int64_t round = 0; round < flags.rounds; ++round) {
-    if (absl::Status ran = RunRequests(**embedded, requests, embedded_cost); !ran.ok()) return ran;
-    if (absl::Status ran = RunRequests(**distributed, requests, distributed_cost); !ran.ok()) {
-      return ran;
+    for (Path& path : paths) {
+      if (absl::Status ran = RunRequests(*path.handler, requests, path.cost); !ran.ok()) return ran;
     }
   }
   std::printf(
@@ -219,20 +231,20 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
       static_cast<long long>(flags.requests), static_cast<long long>(flags.rounds),
       (flags.prompts.empty() ? absl::StrCat(flags.prompt_length, "-token random") : "chat").c_str(),
       static_cast<long long>(flags.new_tokens));
-  std::printf("| path | ms / step | tokens / s (decode) | τ |\n|---|---|---|---|\n");
-  for (const auto& [name, cost] :
-       {std::pair{"embedded", embedded_cost}, std::pair{"distributed", distributed_cost}}) {
-    std::printf("| %s | %.3f | %.1f | %.2f |\n", name, 1e3 * cost.decode_s / cost.steps,
+  std::printf(
+      "| path | ms / step | × embedded | tokens / s (decode) | τ |\n|---|---|---|---|---|\n");
+  const double embedded_step = paths.front().cost.decode_s / paths.front().cost.steps;
+  for (const Path& path : paths) {
+    const StepCost& cost = path.cost;
+    const double step = cost.decode_s / cost.steps;
+    std::printf("| %s | %.3f | %.3f | %.1f | %.2f |\n", path.name, 1e3 * step, step / embedded_step,
                 cost.tokens / cost.decode_s,
                 cost.drafts == 0 ? 0.0 : 1 + static_cast<double>(cost.accepted) / cost.drafts);
   }
-  const double embedded_step = embedded_cost.decode_s / embedded_cost.steps;
-  const double distributed_step = distributed_cost.decode_s / distributed_cost.steps;
-  std::printf("\ndistributed − embedded: %.3f ms per step; distributed / embedded: %.3f×\n\n",
-              1e3 * (distributed_step - embedded_step), distributed_step / embedded_step);
+  std::printf("\n");
 
   // 2. Concurrency sweep through the public API on loopback.
-  orchestrator::GenerationGrpcService generation_service(**distributed);
+  orchestrator::GenerationGrpcService generation_service(*paths.back().handler);
   absl::StatusOr<rpc::GrpcServer> generation_server =
       rpc::StartGrpcServer("127.0.0.1:0", {&generation_service}, {}, registry);
   if (!generation_server.ok()) return generation_server.status();
@@ -283,7 +295,7 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
 void AddServeBench(CLI::App& bench) {
   auto flags = std::make_shared<ServeBenchFlags>();
   CLI::App* command = bench.add_subcommand(
-      "serve", "distributed vs embedded per-step overhead, and a concurrency sweep");
+      "serve", "embedded vs distributed per-step overhead, and a concurrency sweep");
   command->add_option("--model", flags->model, "the target checkpoint")->required();
   command->add_option("--drafter", flags->drafter, "the DFlash drafter")->required();
   command->add_option("--prompts", flags->prompts,

@@ -1,7 +1,8 @@
 // `specd serve --role verifier|drafter|orchestrator|trainer|all`: one process of the serving
 // system. Each role is a handler library behind its gRPC service; `all` is the embedded default,
-// the verifier, drafter and orchestrator handlers in one process with the orchestrator calling
-// the other two directly. Every role serves grpc.health.v1 and reflection, and /metrics on
+// the verifier, drafter and orchestrator handlers in one process, the orchestrator's requests
+// running on the engine's in-process ports (no shared memory; the other two services answer
+// outside callers). Every role serves grpc.health.v1 and reflection, and /metrics on
 // --metrics-port; SIGTERM or SIGINT drains it (--shutdown-timeout) and stops it.
 #include <poll.h>
 #include <signal.h>
@@ -209,11 +210,10 @@ orchestrator::BackendPair ConnectPair(const std::string& host, const std::string
 }
 
 // The orchestrator's pairs from its flags: --pairs hosts (discovered), or the one verifier (and
-// drafter) at --verifier-addr (--drafter-addr). Either way it waits for the first verifier to
-// answer, so the order an init system or a compose file starts the processes in does not matter.
-absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> RemotePairs(const ServeFlags& flags) {
+// drafter) at --verifier-addr (--drafter-addr), asked for now and every --pairs-refresh seconds:
+// the order an init system or a compose file starts the processes in does not matter.
+std::unique_ptr<orchestrator::BackendPool> RemotePairs(const ServeFlags& flags) {
   const absl::Duration timeout = Seconds(flags.call_timeout_s);
-  const absl::Duration drafter_retry = absl::Seconds(5);
   orchestrator::BackendPool::Discover discover;
   orchestrator::BackendPool::Connect connect;
   if (flags.pairs.empty()) {
@@ -236,26 +236,29 @@ absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> RemotePairs(const Ser
                          drafter_port == 0 ? "" : absl::StrCat(host, ":", drafter_port), timeout);
     };
   }
-  std::unique_ptr<orchestrator::BackendPool> pool =
-      orchestrator::BackendPool::Discovered(std::move(discover), connect, drafter_retry);
-  // Pairs load their checkpoints for minutes: wait for the first (health answers nothing until
-  // then, so a startup probe covers the wait), then keep looking for more.
-  const absl::Duration period = Seconds(flags.pairs_refresh_s);
-  for (bool told = false;; told = true) {
-    if (absl::Status refreshed = pool->Refresh(); !refreshed.ok() && !told) {
-      std::cerr << "specd serve: " << refreshed.message() << "\n";
-    }
-    if (pool->target().has_value()) break;
-    if (!told) {
-      std::cerr << "specd serve: waiting for a target verifier at "
-                << (flags.pairs.empty() ? flags.verifier_addr : flags.pairs) << "\n";
-    }
-    if (StopSignalWithin(period)) {
+  std::unique_ptr<orchestrator::BackendPool> pool = orchestrator::BackendPool::Discovered(
+      std::move(discover), connect, /*drafter_retry=*/absl::Seconds(5));
+  if (absl::Status refreshed = pool->Refresh(); !refreshed.ok()) {
+    std::cerr << "specd serve: " << refreshed.message() << "\n";
+  }
+  pool->RefreshEvery(Seconds(flags.pairs_refresh_s));
+  return pool;
+}
+
+// Pairs load their checkpoints for minutes: waits for the first to join `pool` (which asks for
+// them on its own thread) while health reports NOT_SERVING, so a startup probe covers the wait.
+absl::Status WaitForFirstPair(const ServeFlags& flags, const orchestrator::BackendPool& pool,
+                              grpc::Server& server) {
+  std::cerr << "specd serve: waiting for a target verifier at "
+            << (flags.pairs.empty() ? flags.verifier_addr : flags.pairs) << std::endl;
+  while (!pool.target().has_value()) {
+    if (StopSignalWithin(absl::Milliseconds(100))) {
       return absl::CancelledError("stopped before any target verifier answered");
     }
   }
-  pool->RefreshEvery(period);
-  return pool;
+  rpc::SetServing(server, true);
+  std::cerr << "specd serve: a target verifier joined" << std::endl;
+  return absl::OkStatus();
 }
 
 absl::Status AddOrchestrator(const ServeFlags& flags, const std::string& tokenizer_path,
@@ -309,9 +312,7 @@ absl::Status BuildRole(const ServeFlags& flags, metrics::Registry& registry, Rol
       return absl::InvalidArgumentError(
           "--role orchestrator needs either --verifier-addr (one pair) or --pairs");
     }
-    absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> pairs = RemotePairs(flags);
-    if (!pairs.ok()) return pairs.status();
-    role.backends = *std::move(pairs);
+    role.backends = RemotePairs(flags);
     return AddOrchestrator(flags, flags.tokenizer, registry, role);
   }
   if (name == "trainer") {
@@ -340,7 +341,11 @@ absl::Status BuildRole(const ServeFlags& flags, metrics::Registry& registry, Rol
     }
     absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> pair =
         orchestrator::BackendPool::Fixed(
-            {.host = "in-process", .verifier = role.verifier, .drafter = role.drafter},
+            {.host = "in-process",
+             .verifier = role.verifier,
+             .drafter = role.drafter,
+             .in_process = std::make_shared<engine::InProcessPair>(
+                 *role.target, role.drafter == nullptr ? nullptr : &role.drafter->drafter())},
             absl::Seconds(5));
     if (!pair.ok()) return pair.status();
     role.backends = *std::move(pair);
@@ -367,19 +372,28 @@ absl::Status Serve(const ServeFlags& flags) {
   std::vector<grpc::Service*> services;
   for (const auto& service : role.services) services.push_back(service.get());
   if (role.trainer != nullptr) services.push_back(role.trainer->service());
-  absl::StatusOr<rpc::GrpcServer> server = rpc::StartGrpcServer(
-      absl::StrCat(flags.host, ":", flags.port), services, role.health_names, registry);
+  // Remote pairs have yet to join: the services listen, reporting NOT_SERVING until one does.
+  const bool waiting = role.backends != nullptr && !role.backends->target().has_value();
+  absl::StatusOr<rpc::GrpcServer> server =
+      rpc::StartGrpcServer(absl::StrCat(flags.host, ":", flags.port), services, role.health_names,
+                           registry, /*serving=*/!waiting);
   if (!server.ok()) return server.status();
   std::cerr << "specd serve: " << flags.role << " serving "
             << absl::StrJoin(role.health_names, ", ") << " on " << flags.host << ":"
             << server->port;
   if (endpoint != nullptr) std::cerr << ", metrics on :" << endpoint->port() << "/metrics";
   std::cerr << std::endl;
+  if (waiting) {
+    if (absl::Status joined = WaitForFirstPair(flags, *role.backends, *server->server);
+        !joined.ok()) {
+      return joined;
+    }
+  }
 
   WaitForStopSignal();
   std::cerr << "specd serve: draining (up to " << flags.shutdown_timeout_s << " s)" << std::endl;
   const absl::Duration drain = Seconds(flags.shutdown_timeout_s);
-  rpc::MarkNotServing(*server->server);
+  rpc::SetServing(*server->server, false);
   if (role.generation != nullptr) role.generation->Shutdown(drain);
   if (role.trainer != nullptr) role.trainer->Shutdown();  // jobs resume at the next start
   server->server->Shutdown(absl::ToChronoTime(absl::Now() + drain));

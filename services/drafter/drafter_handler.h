@@ -43,6 +43,8 @@ class DrafterHandler final : public DrafterClient {
   absl::StatusOr<v1::DrafterServiceInfoResponse> Info() override;
 
   size_t open_sessions() const { return sessions_.size(); }
+  // The drafter its sessions run, for an in-process pair that drafts with it directly.
+  const engine::DFlashBlockDrafter& drafter() const { return *drafter_; }
 
  private:
   struct Session;

@@ -218,6 +218,10 @@ verifier::VerifierClient& BackendPool::Lease::verifier() const { return *member_
 
 drafter::DrafterClient* BackendPool::Lease::drafter() const { return member_->pair.drafter.get(); }
 
+engine::InProcessPair* BackendPool::Lease::in_process() const {
+  return member_->pair.in_process.get();
+}
+
 std::optional<v1::DrafterServiceInfoResponse> BackendPool::Lease::drafter_info() const {
   return member_->DrafterInfo();
 }

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/engine/in_process_ports.h"
 #include "services/drafter/drafter_client.h"
 #include "services/verifier/verifier_client.h"
 
@@ -26,6 +27,9 @@ struct BackendPair {
   std::string host;  // names the pair in logs
   std::shared_ptr<verifier::VerifierClient> verifier;
   std::shared_ptr<drafter::DrafterClient> drafter;  // null: target-only
+  // In process: the engine's pair, whose ports call the sessions directly (the clients then only
+  // answer Info); null: requests go through the clients.
+  std::shared_ptr<engine::InProcessPair> in_process = nullptr;
 };
 
 class BackendPool {
@@ -65,6 +69,7 @@ class BackendPool {
     ~Lease();
     verifier::VerifierClient& verifier() const;
     drafter::DrafterClient* drafter() const;
+    engine::InProcessPair* in_process() const;
     // The drafter's Info; nullopt while it cannot be reached (asked again at most every
     // drafter_retry) or when the pair has none.
     std::optional<v1::DrafterServiceInfoResponse> drafter_info() const;

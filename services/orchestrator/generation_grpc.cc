@@ -29,8 +29,7 @@ grpc::Status GenerationGrpcService::Abort(grpc::ServerContext*, const v1::AbortR
 grpc::Status GenerationGrpcService::GetModelInfo(grpc::ServerContext*,
                                                  const v1::GetModelInfoRequest*,
                                                  v1::GetModelInfoResponse* response) {
-  *response = handler_.GetModelInfo();
-  return grpc::Status::OK;
+  return rpc::Reply(handler_.GetModelInfo(), response);
 }
 
 }  // namespace specd::orchestrator

@@ -85,7 +85,8 @@ const char* FinishReasonLabel(v1::FinishReason reason) {
 struct GenerationHandler::Prepared {
   std::vector<int64_t> prompt;
   engine::Regime regime = engine::Regime::kShort;
-  v1::SamplingParams sampling;  // every distribution field and the seed resolved
+  v1::SamplingParams sampling;           // every distribution field and the seed resolved
+  model::SamplingParams model_sampling;  // the same, for an in-process pair
   engine::StopConfig stop;
   engine::DraftOptions draft;              // block size 1: target-only
   std::vector<uint32_t> tapped_layer_ids;  // the drafter's, when speculating
@@ -94,36 +95,32 @@ struct GenerationHandler::Prepared {
 absl::StatusOr<std::unique_ptr<GenerationHandler>> GenerationHandler::Create(
     BackendPool& backends, const text::Tokenizer* tokenizer, metrics::Registry& registry,
     OrchestratorOptions options) {
-  std::optional<v1::TargetVerifierServiceInfoResponse> target = backends.target();
-  if (!target.has_value()) return absl::UnavailableError("no target verifier is serving");
   if (options.max_running < 1 || options.max_waiting < 0) {
     return absl::InvalidArgumentError("max_running must be ≥ 1 and max_waiting ≥ 0");
   }
   return std::unique_ptr<GenerationHandler>(
-      new GenerationHandler(backends, tokenizer, registry, std::move(options), *std::move(target)));
+      new GenerationHandler(backends, tokenizer, registry, std::move(options)));
 }
 
 GenerationHandler::GenerationHandler(BackendPool& backends, const text::Tokenizer* tokenizer,
-                                     metrics::Registry& registry, OrchestratorOptions options,
-                                     v1::TargetVerifierServiceInfoResponse target)
+                                     metrics::Registry& registry, OrchestratorOptions options)
     : backends_(backends),
       tokenizer_(tokenizer),
       chat_(options.chat_flavor),
       options_(std::move(options)),
-      verifier_info_(std::move(target)),
       metrics_(registry, options_.model_name),
       admission_(options_.max_running, options_.max_waiting, metrics_.running(),
                  metrics_.waiting()),
       id_prefix_(rpc::NewInstanceId()) {}
 
 absl::StatusOr<GenerationHandler::Prepared> GenerationHandler::Prepare(
-    const v1::GenerateStreamRequest& request,
+    const v1::GenerateStreamRequest& request, const v1::TargetVerifierServiceInfoResponse& target,
     const std::optional<v1::DrafterServiceInfoResponse>& drafter) {
   Prepared prepared;
-  const int64_t max_context = verifier_info_.max_session_length();
+  const int64_t max_context = target.max_session_length();
   absl::StatusOr<std::vector<int64_t>> prompt =
       PromptIds(request.prompt(), tokenizer_, chat_,
-                {.vocab_size = verifier_info_.vocab_size(), .max_prompt_tokens = max_context - 1});
+                {.vocab_size = target.vocab_size(), .max_prompt_tokens = max_context - 1});
   if (!prompt.ok()) return prompt.status();
   prepared.prompt = *std::move(prompt);
   const auto prompt_length = static_cast<int64_t>(prepared.prompt.size());
@@ -131,7 +128,7 @@ absl::StatusOr<GenerationHandler::Prepared> GenerationHandler::Prepare(
 
   const v1::SamplingParams& sampling = request.sampling();
   absl::StatusOr<model::SamplingParams> resolved =
-      verifier::ToModelSampling(sampling, verifier_info_.vocab_size());
+      verifier::ToModelSampling(sampling, target.vocab_size());
   if (!resolved.ok()) return resolved.status();
   if (sampling.has_skip_special_tokens() && !sampling.skip_special_tokens()) {
     return absl::InvalidArgumentError(
@@ -161,10 +158,10 @@ absl::StatusOr<GenerationHandler::Prepared> GenerationHandler::Prepare(
   }
   prepared.sampling = sampling;
   prepared.sampling.set_seed(resolved->seed);
+  prepared.model_sampling = *resolved;
   prepared.stop = engine::StopConfig{
       .max_new_tokens = max_new,
-      .eos_ids = std::vector<int64_t>(verifier_info_.eos_token_ids().begin(),
-                                      verifier_info_.eos_token_ids().end()),
+      .eos_ids = std::vector<int64_t>(target.eos_token_ids().begin(), target.eos_token_ids().end()),
       .stop_ids =
           std::vector<int64_t>(sampling.stop_token_ids().begin(), sampling.stop_token_ids().end()),
       .stop_strings = std::vector<std::string>(sampling.stop().begin(), sampling.stop().end()),
@@ -251,7 +248,8 @@ absl::Status GenerationHandler::Run(v1::GenerateStreamRequest request, const Can
     if (!ticket.ok()) return ticket.status();
     absl::StatusOr<BackendPool::Lease> pair = backends_.Acquire();
     if (!pair.ok()) return pair.status();
-    absl::StatusOr<Prepared> prepared = Prepare(request, pair->drafter_info());
+    // A pair has joined, so the pool knows its target.
+    absl::StatusOr<Prepared> prepared = Prepare(request, *backends_.target(), pair->drafter_info());
     if (!prepared.ok()) return prepared.status();
     return Decode(request, *prepared, *pair, *flight, cancelled, write, arrival);
   }();
@@ -260,6 +258,28 @@ absl::Status GenerationHandler::Run(v1::GenerateStreamRequest request, const Can
     flights_.erase(request.request_id());
   }
   return status;
+}
+
+absl::StatusOr<engine::RequestPorts> GenerationHandler::OpenPorts(const Prepared& prepared,
+                                                                  const BackendPool::Lease& pair) {
+  std::optional<engine::DraftOptions> draft;
+  if (prepared.draft.block_size > 1) draft = prepared.draft;
+  if (engine::InProcessPair* in_process = pair.in_process(); in_process != nullptr) {
+    return in_process->Open({.prompt = prepared.prompt,
+                             .sampling = prepared.model_sampling,
+                             .stop = prepared.stop,
+                             .top_logprobs = verifier::TopLogprobsOf(prepared.sampling)},
+                            draft);
+  }
+  v1::PrefillRequest prefill;
+  prefill.set_session_id(absl::StrCat(id_prefix_, "-s", next_id_++));
+  prefill.mutable_token_ids()->Assign(prepared.prompt.begin(), prepared.prompt.end());
+  *prefill.mutable_sampling() = prepared.sampling;
+  prefill.set_max_session_length(
+      static_cast<uint32_t>(prepared.prompt.size() + prepared.stop.max_new_tokens));
+  prefill.mutable_tapped_layer_ids()->Assign(prepared.tapped_layer_ids.begin(),
+                                             prepared.tapped_layer_ids.end());
+  return OpenRemotePorts(pair.verifier(), pair.drafter(), std::move(prefill), draft);
 }
 
 absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
@@ -278,17 +298,8 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
     metrics_.RecordRequest(record);
   };
 
-  v1::PrefillRequest prefill;
-  prefill.set_session_id(absl::StrCat(id_prefix_, "-s", next_id_++));
-  prefill.mutable_token_ids()->Assign(prepared.prompt.begin(), prepared.prompt.end());
-  *prefill.mutable_sampling() = prepared.sampling;
-  prefill.set_max_session_length(
-      static_cast<uint32_t>(prompt_length + prepared.stop.max_new_tokens));
-  prefill.mutable_tapped_layer_ids()->Assign(prepared.tapped_layer_ids.begin(),
-                                             prepared.tapped_layer_ids.end());
-  RemoteTargetPort target(pair.verifier(), std::move(prefill));
-  std::optional<RemoteDraftPort> draft;
-  if (prepared.draft.block_size > 1) draft.emplace(*pair.drafter(), target, prepared.draft);
+  absl::StatusOr<engine::RequestPorts> ports = OpenPorts(prepared, pair);
+  if (!ports.ok()) return ports.status();
 
   double draft_seconds = 0;
   double verify_seconds = 0;
@@ -375,8 +386,8 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
     client_gone = !send(&step, output.size(), finish, &output);
     return !client_gone;
   };
-  absl::StatusOr<engine::GenerationResult> result = engine::RunDecodeLoop(
-      target, draft.has_value() ? &*draft : nullptr, tokenizer_, prepared.stop, hooks);
+  absl::StatusOr<engine::GenerationResult> result =
+      engine::RunDecodeLoop(*ports->target, ports->draft.get(), tokenizer_, prepared.stop, hooks);
   if (!result.ok()) return result.status();
   if (result->stop_reason != engine::StopReason::kCancelled) return absl::OkStatus();
   if (client_gone) return absl::CancelledError("the client went away");
@@ -397,15 +408,17 @@ v1::AbortResponse GenerationHandler::Abort(const v1::AbortRequest& request) {
   return response;
 }
 
-v1::GetModelInfoResponse GenerationHandler::GetModelInfo() {
+absl::StatusOr<v1::GetModelInfoResponse> GenerationHandler::GetModelInfo() {
+  const std::optional<v1::TargetVerifierServiceInfoResponse> target = backends_.target();
+  if (!target.has_value()) return absl::UnavailableError("no target verifier is serving yet");
   const std::optional<v1::DrafterServiceInfoResponse> drafter = backends_.AnyDrafterInfo();
   v1::GetModelInfoResponse info;
   info.set_model_name(options_.model_name);
   info.set_target_model(options_.target_model);
-  info.set_target_quantization(verifier_info_.quantization());
-  info.set_vocab_size(verifier_info_.vocab_size());
-  info.set_max_context_length(verifier_info_.max_session_length());
-  *info.mutable_eos_token_ids() = verifier_info_.eos_token_ids();
+  info.set_target_quantization(target->quantization());
+  info.set_vocab_size(target->vocab_size());
+  info.set_max_context_length(target->max_session_length());
+  *info.mutable_eos_token_ids() = target->eos_token_ids();
   if (drafter.has_value()) {
     info.set_drafter_model(options_.drafter_model);
     info.set_drafter_quantization(drafter->quantization());
@@ -425,7 +438,7 @@ v1::GetModelInfoResponse GenerationHandler::GetModelInfo() {
   defaults.set_presence_penalty(0);
   defaults.set_frequency_penalty(0);
   defaults.set_seed(0);
-  defaults.set_max_new_tokens(verifier_info_.max_session_length() - 1);
+  defaults.set_max_new_tokens(target->max_session_length() - 1);
   defaults.set_min_new_tokens(0);
   defaults.set_ignore_eos(false);
   defaults.set_include_stop_str_in_output(false);

@@ -44,8 +44,9 @@ struct OrchestratorOptions {
 
 class GenerationHandler {
  public:
-  // Needs a pool that a pair has joined (its target sets the limits requests are checked
-  // against). `backends`, `tokenizer` (null: token ids only) and `registry` must outlive it.
+  // Requests are UNAVAILABLE until a pair has joined `backends` (its target sets the limits they
+  // are checked against). `backends`, `tokenizer` (null: token ids only) and `registry` must
+  // outlive it.
   static absl::StatusOr<std::unique_ptr<GenerationHandler>> Create(BackendPool& backends,
                                                                    const text::Tokenizer* tokenizer,
                                                                    metrics::Registry& registry,
@@ -61,7 +62,8 @@ class GenerationHandler {
   absl::Status GenerateStream(const v1::GenerateStreamRequest& request, const Cancelled& cancelled,
                               const StreamWriter& write);
   v1::AbortResponse Abort(const v1::AbortRequest& request);
-  v1::GetModelInfoResponse GetModelInfo();
+  // UNAVAILABLE until a pair has joined.
+  absl::StatusOr<v1::GetModelInfoResponse> GetModelInfo();
 
   // Refuses new requests, lets running ones finish for up to `drain`, then aborts the rest and
   // waits for them to end.
@@ -74,14 +76,17 @@ class GenerationHandler {
   };
 
   GenerationHandler(BackendPool& backends, const text::Tokenizer* tokenizer,
-                    metrics::Registry& registry, OrchestratorOptions options,
-                    v1::TargetVerifierServiceInfoResponse target);
+                    metrics::Registry& registry, OrchestratorOptions options);
 
   // Every request runs here; Generate collects the stream it writes.
   absl::Status Run(v1::GenerateStreamRequest request, const Cancelled& cancelled,
                    const StreamWriter& write);
   absl::StatusOr<Prepared> Prepare(const v1::GenerateStreamRequest& request,
+                                   const v1::TargetVerifierServiceInfoResponse& target,
                                    const std::optional<v1::DrafterServiceInfoResponse>& drafter);
+  // The ports `prepared` runs on: `pair`'s in-process ones, or its clients'.
+  absl::StatusOr<engine::RequestPorts> OpenPorts(const Prepared& prepared,
+                                                 const BackendPool::Lease& pair);
   // Prefill, then Draft → Verify steps on `pair` until the output stops; sessions are released
   // however it ends. `arrival` starts the request's clock.
   absl::Status Decode(const v1::GenerateStreamRequest& request, const Prepared& prepared,
@@ -92,7 +97,6 @@ class GenerationHandler {
   const text::Tokenizer* tokenizer_;
   const text::ChatTemplate chat_;
   const OrchestratorOptions options_;
-  const v1::TargetVerifierServiceInfoResponse verifier_info_;
   OrchestratorMetrics metrics_;
   AdmissionQueue admission_;
 

@@ -1,6 +1,7 @@
 #include "services/orchestrator/remote_ports.h"
 
 #include <algorithm>
+#include <memory>
 #include <utility>
 
 #include "services/verifier/sampling_params.h"
@@ -72,6 +73,16 @@ absl::StatusOr<std::vector<int64_t>> RemoteDraftPort::Propose(int64_t anchor, in
   const int64_t kept = std::min<int64_t>(response->draft_token_ids_size(), max_tokens);
   return std::vector<int64_t>(response->draft_token_ids().begin(),
                               response->draft_token_ids().begin() + kept);
+}
+
+engine::RequestPorts OpenRemotePorts(verifier::VerifierClient& verifier,
+                                     drafter::DrafterClient* drafter, v1::PrefillRequest prefill,
+                                     const std::optional<engine::DraftOptions>& draft) {
+  auto target = std::make_unique<RemoteTargetPort>(verifier, std::move(prefill));
+  engine::RequestPorts ports;
+  if (draft.has_value()) ports.draft = std::make_unique<RemoteDraftPort>(*drafter, *target, *draft);
+  ports.target = std::move(target);
+  return ports;
 }
 
 }  // namespace specd::orchestrator

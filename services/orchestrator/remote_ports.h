@@ -4,6 +4,7 @@
 // newest context handle, which the draft port sends with every Draft. Destroying a port releases
 // its session on the service.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -51,5 +52,10 @@ class RemoteDraftPort final : public engine::DraftPort {
   const engine::DraftOptions options_;
   bool opened_ = false;  // a Draft was sent, so the drafter may hold a session
 };
+
+// One request's ports on `verifier` and, with `draft` (resolved), `drafter`.
+engine::RequestPorts OpenRemotePorts(verifier::VerifierClient& verifier,
+                                     drafter::DrafterClient* drafter, v1::PrefillRequest prefill,
+                                     const std::optional<engine::DraftOptions>& draft);
 
 }  // namespace specd::orchestrator

@@ -74,6 +74,10 @@ absl::StatusOr<model::SamplingParams> ToModelSampling(const v1::SamplingParams& 
   return out;
 }
 
+int64_t TopLogprobsOf(const v1::SamplingParams& params) {
+  return params.logprobs() ? static_cast<int64_t>(params.top_logprobs()) : -1;
+}
+
 v1::TokenLogprob ToProto(const engine::TokenLogprob& logprob) {
   v1::TokenLogprob out;
   out.set_token_id(static_cast<uint32_t>(logprob.token));

@@ -21,6 +21,9 @@ inline constexpr uint32_t kMaxTopLogprobs = 20;
 absl::StatusOr<model::SamplingParams> ToModelSampling(const v1::SamplingParams& params,
                                                       int64_t vocab_size);
 
+// The engine's top_logprobs: -1 when `params` asks for no log-probabilities.
+int64_t TopLogprobsOf(const v1::SamplingParams& params);
+
 // A token's log-probabilities between the contract and the engine.
 v1::TokenLogprob ToProto(const engine::TokenLogprob& logprob);
 engine::TokenLogprob FromProto(const v1::TokenLogprob& logprob);

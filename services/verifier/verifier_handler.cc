@@ -79,7 +79,7 @@ absl::StatusOr<std::shared_ptr<VerifierHandler::Session>> VerifierHandler::NewSe
           request.max_session_length() == 0
               ? options_.max_session_length
               : std::min<int64_t>(request.max_session_length(), options_.max_session_length),
-      .top_logprobs = params.logprobs() ? static_cast<int64_t>(params.top_logprobs()) : -1};
+      .top_logprobs = TopLogprobsOf(params)};
   const std::vector<int64_t> layers = request.tapped_layer_ids().empty()
                                           ? options_.tapped_layer_ids
                                           : std::vector<int64_t>(request.tapped_layer_ids().begin(),

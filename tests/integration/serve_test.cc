@@ -450,6 +450,37 @@ TEST(SpecdServeTest, AnOrchestratorSpreadsRequestsOverEveryPairItIsGiven) {
   }
 }
 
+TEST(SpecdServeTest, AnOrchestratorStartedFirstWaitsNotServingForItsVerifier) {
+  // As an init system or a compose file may start them: the orchestrator before its pair.
+  const std::string verifier_port = std::to_string(FreePort());
+  std::unique_ptr<ServerProcess> orchestrator =
+      Serve({"--role", "orchestrator", "--verifier-addr", "127.0.0.1:" + verifier_port,
+             "--pairs-refresh", "1"});
+  ASSERT_NE(orchestrator, nullptr);
+  const std::string ids = IdList(12, 4);
+  const ProcessResult waiting = Specctl(orchestrator->address(), {"health"});
+  EXPECT_EQ(waiting.out, "NOT_SERVING\n") << waiting.err;
+  const ProcessResult early = Specctl(
+      orchestrator->address(), {"generate", "--ids", ids, "--max-new-tokens", "4", "--json"});
+  EXPECT_NE(early.exit_code, 0);
+  EXPECT_THAT(early.err, HasSubstr("UNAVAILABLE"));
+
+  std::string error;
+  std::unique_ptr<ServerProcess> verifier =
+      ServerProcess::Start({SPECD_BINARY, "serve", "--host", "127.0.0.1", "--port", verifier_port,
+                            "--role", "verifier", "--model", Target()},
+                           error);
+  ASSERT_NE(verifier, nullptr) << error;
+  bool serving = false;
+  for (int i = 0; i < 100 && !serving; ++i) {
+    serving = Specctl(orchestrator->address(), {"health"}).exit_code == 0;
+    if (!serving) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(serving) << orchestrator->log();
+  EXPECT_TRUE(orchestrator->running());
+  EXPECT_EQ(SpecctlIds(orchestrator->address(), ids), LocalIds(ids, /*with_drafter=*/false));
+}
+
 TEST(SpecdServeTest, AJobSubmittedWithSpecctlRunsTheSmokePipelineToSuccess) {
   const std::filesystem::path root =
       std::filesystem::temp_directory_path() / ("specd_trainer_" + std::to_string(getpid()));

@@ -1,5 +1,7 @@
-// The orchestrator's generation loop over real verifier and drafter handlers, in process and over
-// gRPC on loopback: it emits exactly what target-only decoding emits, streams what the unary call
+// The orchestrator's generation loop on each kind of pair — the engine's in-process ports (what
+// `serve --role all` runs), the verifier and drafter handlers called directly, and the handlers
+// over gRPC on loopback — which give the same output and statistics: it emits exactly what
+// target-only decoding emits, streams what the unary call
 // returns, survives losing the drafter, answers bad requests and overload with the contract's
 // codes, frees its sessions however a request ends, and counts what happened per regime.
 #include "services/orchestrator/generation_handler.h"
@@ -66,8 +68,18 @@ class GenerationHandlerTest : public ::testing::Test {
     return handler.ok() ? *std::move(handler) : nullptr;
   }
 
+  // The engine's ports on the handlers' model and drafter.
   std::unique_ptr<GenerationHandler> InProcess(const OrchestratorOptions& options = Options()) {
-    return Handler({.host = "in-process", .verifier = verifier_, .drafter = drafter_}, options);
+    return Handler(
+        {.host = "in-process",
+         .verifier = verifier_,
+         .drafter = drafter_,
+         .in_process = std::make_shared<engine::InProcessPair>(*target_, &drafter_->drafter())},
+        options);
+  }
+  // The handlers' own sessions, called as the clients they implement.
+  std::unique_ptr<GenerationHandler> Handlers(const OrchestratorOptions& options = Options()) {
+    return Handler({.host = "handlers", .verifier = verifier_, .drafter = drafter_}, options);
   }
 
   static std::vector<int64_t> Prompt(int64_t length = 12) {
@@ -241,18 +253,30 @@ class ServedPair {
   std::shared_ptr<drafter::GrpcDrafterClient> drafter_client_;
 };
 
-TEST_F(GenerationHandlerTest, OverGrpcTheOutputAndStatisticsAreTheInProcessOnes) {
+TEST_F(GenerationHandlerTest, EveryPairGivesTheSameOutputAndStatistics) {
   ServedPair served(*verifier_, *drafter_);
-  std::unique_ptr<GenerationHandler> remote = Handler(served.pair());
-  std::unique_ptr<GenerationHandler> local = InProcess();
-  const v1::GenerateRequest request = Request(Prompt(30));
-  absl::StatusOr<v1::GenerateResponse> over_grpc = remote->Generate(request, Never);
-  absl::StatusOr<v1::GenerateResponse> in_process = local->Generate(request, Never);
-  ASSERT_TRUE(over_grpc.ok()) << over_grpc.status();
-  ASSERT_TRUE(in_process.ok()) << in_process.status();
-  EXPECT_EQ(Ids(*over_grpc), Ids(*in_process));
-  EXPECT_EQ(over_grpc->acceptance().SerializeAsString(),
-            in_process->acceptance().SerializeAsString());
+  std::unique_ptr<GenerationHandler> in_process = InProcess();
+  std::unique_ptr<GenerationHandler> handlers = Handlers();
+  std::unique_ptr<GenerationHandler> over_grpc = Handler(served.pair());
+  for (const double temperature : {0.0, 1.0}) {
+    v1::GenerateRequest request = Request(Prompt(30), kNewTokens, temperature, /*seed=*/5);
+    request.mutable_sampling()->set_logprobs(true);
+    request.mutable_sampling()->set_top_logprobs(2);
+    absl::StatusOr<v1::GenerateResponse> expected = in_process->Generate(request, Never);
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    EXPECT_GT(expected->acceptance().num_drafts(), 0u);
+    for (GenerationHandler* other : {handlers.get(), over_grpc.get()}) {
+      absl::StatusOr<v1::GenerateResponse> response = other->Generate(request, Never);
+      ASSERT_TRUE(response.ok()) << response.status();
+      EXPECT_EQ(Ids(*response), Ids(*expected)) << "temperature " << temperature;
+      EXPECT_EQ(response->acceptance().SerializeAsString(),
+                expected->acceptance().SerializeAsString());
+      ASSERT_EQ(response->logprobs_size(), expected->logprobs_size());
+      for (int i = 0; i < response->logprobs_size(); ++i) {
+        EXPECT_NEAR(response->logprobs(i).logprob(), expected->logprobs(i).logprob(), 1e-5);
+      }
+    }
+  }
 }
 
 TEST_F(GenerationHandlerTest, ALostDrafterCostsSpeedNotTheRequest) {
@@ -297,6 +321,30 @@ TEST_F(GenerationHandlerTest, BadRequestsAreInvalidArgumentsNamingTheField) {
   EXPECT_EQ(verifier_->open_sessions(), 0u);
 }
 
+TEST_F(GenerationHandlerTest, BeforeAPairJoinsRequestsAreUnavailable) {
+  std::unique_ptr<BackendPool> empty = BackendPool::Discovered(
+      [] { return absl::StatusOr<std::vector<std::string>>(std::vector<std::string>{}); },
+      [](const std::string& host) {
+        return BackendPair{.host = host, .verifier = nullptr, .drafter = nullptr};
+      },
+      absl::Seconds(5));
+  absl::StatusOr<std::unique_ptr<GenerationHandler>> handler =
+      GenerationHandler::Create(*empty, nullptr, registry_, Options());
+  ASSERT_TRUE(handler.ok()) << handler.status();
+  EXPECT_EQ((*handler)->Generate(Request(Prompt()), Never).status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ((*handler)->GetModelInfo().status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(GenerationHandlerTest, ModelInfoDescribesThePairsTargetAndDrafter) {
+  absl::StatusOr<v1::GetModelInfoResponse> info = InProcess()->GetModelInfo();
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->vocab_size(), target_->config().vocab_size);
+  EXPECT_EQ(info->max_context_length(), 256u);
+  EXPECT_EQ(info->drafter_block_size(), drafter_->drafter().block_size());
+  EXPECT_EQ(info->default_speculation_params().block_size(), info->drafter_block_size());
+}
+
 TEST_F(GenerationHandlerTest, BeyondTheQueueRequestsAreRefusedAtOnce) {
   std::unique_ptr<GenerationHandler> handler = InProcess(Options(/*max_running=*/1, 0));
   v1::GenerateStreamRequest first;
@@ -318,45 +366,47 @@ TEST_F(GenerationHandlerTest, BeyondTheQueueRequestsAreRefusedAtOnce) {
 }
 
 TEST_F(GenerationHandlerTest, AbortEndsTheRequestWithWhatItHasAndFreesTheSessions) {
-  std::unique_ptr<GenerationHandler> handler = InProcess();
-  v1::GenerateStreamRequest request;
-  request.ParseFromString(Request(Prompt()).SerializeAsString());
-  request.set_request_id("to-abort");
-  std::vector<v1::GenerateStreamResponse> messages;
-  ASSERT_TRUE(handler
-                  ->GenerateStream(request, Never,
-                                   [&](const v1::GenerateStreamResponse& message) {
-                                     messages.push_back(message);
-                                     v1::AbortRequest abort;
-                                     abort.set_request_id("to-abort");
-                                     handler->Abort(abort);
-                                     return true;
-                                   })
-                  .ok());
-  ASSERT_FALSE(messages.empty());
-  EXPECT_EQ(messages.back().finish_reason(), v1::FINISH_REASON_ABORT);
-  EXPECT_LT(messages.back().usage().completion_tokens(), kNewTokens);
-  EXPECT_EQ(verifier_->open_sessions(), 0u);
-  EXPECT_EQ(drafter_->open_sessions(), 0u);
-  v1::AbortRequest unknown;
-  unknown.set_request_id("to-abort");
-  EXPECT_FALSE(handler->Abort(unknown).aborted());
+  for (const std::unique_ptr<GenerationHandler>& handler : {InProcess(), Handlers()}) {
+    v1::GenerateStreamRequest request;
+    request.ParseFromString(Request(Prompt()).SerializeAsString());
+    request.set_request_id("to-abort");
+    std::vector<v1::GenerateStreamResponse> messages;
+    ASSERT_TRUE(handler
+                    ->GenerateStream(request, Never,
+                                     [&](const v1::GenerateStreamResponse& message) {
+                                       messages.push_back(message);
+                                       v1::AbortRequest abort;
+                                       abort.set_request_id("to-abort");
+                                       handler->Abort(abort);
+                                       return true;
+                                     })
+                    .ok());
+    ASSERT_FALSE(messages.empty());
+    EXPECT_EQ(messages.back().finish_reason(), v1::FINISH_REASON_ABORT);
+    EXPECT_LT(messages.back().usage().completion_tokens(), kNewTokens);
+    EXPECT_EQ(verifier_->open_sessions(), 0u);
+    EXPECT_EQ(drafter_->open_sessions(), 0u);
+    v1::AbortRequest unknown;
+    unknown.set_request_id("to-abort");
+    EXPECT_FALSE(handler->Abort(unknown).aborted());
+  }
 }
 
 TEST_F(GenerationHandlerTest, ACancelledClientStopsTheRequestAndFreesTheSessions) {
-  std::unique_ptr<GenerationHandler> handler = InProcess();
-  v1::GenerateStreamRequest request;
-  request.ParseFromString(Request(Prompt()).SerializeAsString());
-  bool cancelled = false;
-  absl::Status status = handler->GenerateStream(
-      request, [&] { return cancelled; },
-      [&](const v1::GenerateStreamResponse&) {
-        cancelled = true;
-        return true;
-      });
-  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
-  EXPECT_EQ(verifier_->open_sessions(), 0u);
-  EXPECT_EQ(drafter_->open_sessions(), 0u);
+  for (const std::unique_ptr<GenerationHandler>& handler : {InProcess(), Handlers()}) {
+    v1::GenerateStreamRequest request;
+    request.ParseFromString(Request(Prompt()).SerializeAsString());
+    bool cancelled = false;
+    absl::Status status = handler->GenerateStream(
+        request, [&] { return cancelled; },
+        [&](const v1::GenerateStreamResponse&) {
+          cancelled = true;
+          return true;
+        });
+    EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
+    EXPECT_EQ(verifier_->open_sessions(), 0u);
+    EXPECT_EQ(drafter_->open_sessions(), 0u);
+  }
 }
 
 TEST_F(GenerationHandlerTest, MetricsCountDraftsAndLatencyPerRegime) {
