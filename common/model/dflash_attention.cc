@@ -3,8 +3,8 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
+
+#include "common/model/ops/ops.h"
 
 namespace specd::model {
 
@@ -61,15 +61,9 @@ at::Tensor DFlashAttention::Forward(const at::Tensor& x, const KvCache& cache,
       at::cat({cache.Values(context_length).narrow(1, first_key, visible_context),
                Values(x).transpose(0, 1)},
               1);
-  at::Tensor visible;
-  if (windowed) {
-    const auto long_options = at::TensorOptions().dtype(at::kLong).device(x.device());
-    const at::Tensor query_positions =
-        at::arange(context_length, context_length + length, long_options);
-    const at::Tensor key_positions = at::arange(first_key, context_length + length, long_options);
-    visible = (key_positions.unsqueeze(0) - query_positions.unsqueeze(1)).abs() < window;
-  }
-  return Attend(x, angles, keys, values, visible);
+  return Attend(x, angles, keys, values,
+                windowed ? ops::Visibility::Window(context_length, first_key, window)
+                         : ops::Visibility::All());
 }
 
 at::Tensor DFlashAttention::ForwardMasked(const at::Tensor& x, const RotaryAngles& angles,
@@ -79,30 +73,17 @@ at::Tensor DFlashAttention::ForwardMasked(const at::Tensor& x, const RotaryAngle
   const at::Tensor keys =
       at::cat({Keys(context, context_angles), Keys(x, angles)}, 0).transpose(0, 1);
   const at::Tensor values = at::cat({Values(context), Values(x)}, 0).transpose(0, 1);
-  return Attend(x, angles, keys, values, visible);
+  return Attend(x, angles, keys, values, ops::Visibility::Mask(visible));
 }
 
 at::Tensor DFlashAttention::Attend(const at::Tensor& x, const RotaryAngles& angles,
                                    const at::Tensor& keys, const at::Tensor& values,
-                                   const at::Tensor& visible) const {
+                                   const ops::Visibility& visibility) const {
   const int64_t length = x.size(0);
   const at::Tensor q =
       ApplyRotary(q_norm_.Forward(q_proj_.Forward(x).view({length, heads_, head_dim_})), angles);
-  // Query heads that share a KV head are stacked, so GQA is one batched product per KV head.
-  const int64_t group = heads_ / kv_heads_;
-  const at::Tensor grouped_q = q.permute({1, 0, 2}).reshape({kv_heads_, group * length, head_dim_});
-  at::Tensor scores = at::matmul(grouped_q, keys.transpose(1, 2)).to(at::kFloat) /
-                      std::sqrt(static_cast<double>(head_dim_));
-  if (visible.defined()) {
-    scores = scores.masked_fill(visible.logical_not().repeat({group, 1}),
-                                -std::numeric_limits<float>::infinity());
-  }
-  const at::Tensor probs = at::softmax(scores, -1).to(x.scalar_type());
-  const at::Tensor attended = at::matmul(probs, values)  // [kv_heads, group * L, head_dim]
-                                  .view({heads_, length, head_dim_})
-                                  .permute({1, 0, 2})
-                                  .reshape({length, heads_ * head_dim_});
-  return o_proj_.Forward(attended);
+  return o_proj_.Forward(
+      ops::Attention(q, keys, values, visibility).reshape({length, heads_ * head_dim_}));
 }
 
 }  // namespace specd::model

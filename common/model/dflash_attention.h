@@ -12,6 +12,7 @@
 #include "common/io/dflash_config.h"
 #include "common/model/kv_cache.h"
 #include "common/model/linear.h"
+#include "common/model/ops/ops.h"
 #include "common/model/plain_rms_norm.h"
 #include "common/model/rope.h"
 #include "common/model/weight_reader.h"
@@ -47,10 +48,9 @@ class DFlashAttention {
  private:
   at::Tensor Keys(const at::Tensor& x, const RotaryAngles& angles) const;  // [T, kv_heads, d]
   at::Tensor Values(const at::Tensor& x) const;
-  // Queries x's rows (`angles`) against keys and values [kv_heads, K, head_dim]; `visible`
-  // [L, K] (bool) masks keys per query, or is undefined.
+  // Queries x's rows (`angles`) against keys and values [kv_heads, K, head_dim].
   at::Tensor Attend(const at::Tensor& x, const RotaryAngles& angles, const at::Tensor& keys,
-                    const at::Tensor& values, const at::Tensor& visible) const;
+                    const at::Tensor& values, const ops::Visibility& visibility) const;
 
   int64_t heads_ = 0;
   int64_t kv_heads_ = 0;

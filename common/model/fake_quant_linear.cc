@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/model/linear.h"
+#include "common/model/ops/ops.h"
 
 namespace specd::model {
 namespace {
@@ -64,7 +64,7 @@ at::Tensor FakeQuantLinear::QuantizedWeight() const {
 
 at::Tensor FakeQuantLinear::Forward(const at::Tensor& x) const {
   // W - W.detach() is exactly 0 with gradient 1: the value is Q(W), the gradient straight-through.
-  return Project(x, QuantizedWeight() + (weight_ - weight_.detach()));
+  return ops::Project(x, QuantizedWeight() + (weight_ - weight_.detach()));
 }
 
 absl::StatusOr<quant::PackedInt4Weight> FakeQuantLinear::Pack() const {

@@ -27,7 +27,7 @@ class FakeQuantLinear {
   // W, the parameter an optimizer updates.
   at::Tensor& weight() { return weight_; }
   const at::Tensor& weight() const { return weight_; }
-  at::Tensor QuantizedWeight() const;                   // Q(W) [N, K], without grad
+  at::Tensor QuantizedWeight() const;  // Q(W) [N, K], without grad
 
   // W rounded onto the original grid (scales, zero points, group index and scale dtype kept):
   // the codes Q(W) stands for. A non-finite W is an error.

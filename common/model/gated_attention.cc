@@ -2,8 +2,7 @@
 
 #include <ATen/ATen.h>
 
-#include <cmath>
-#include <limits>
+#include "common/model/ops/ops.h"
 
 namespace specd::model {
 
@@ -41,26 +40,10 @@ at::Tensor GatedAttention::Forward(const at::Tensor& x, KvCache& cache, int64_t 
   cache.Write(start, k, v_proj_.Forward(x).view({length, kv_heads_, head_dim_}));
 
   const int64_t context = start + length;
-  const at::Tensor keys = cache.Keys(context);  // [kv_heads, context, head_dim]
-  const at::Tensor values = cache.Values(context);
-  // Query heads that share a KV head are stacked, so GQA is one batched product per KV head.
-  const int64_t group = heads_ / kv_heads_;
-  const at::Tensor grouped_q = q.permute({1, 0, 2}).reshape({kv_heads_, group * length, head_dim_});
-  at::Tensor scores = at::matmul(grouped_q, keys.transpose(1, 2)).to(at::kFloat) /
-                      std::sqrt(static_cast<double>(head_dim_));
-  if (length > 1) {
-    // Query t sits at position start + t and sees keys up to there.
-    const auto long_options = at::TensorOptions().dtype(at::kLong).device(x.device());
-    const at::Tensor query_positions = at::arange(start, context, long_options).repeat({group});
-    const at::Tensor future =
-        at::arange(context, long_options).unsqueeze(0) > query_positions.unsqueeze(1);
-    scores.masked_fill_(future, -std::numeric_limits<float>::infinity());
-  }
-  const at::Tensor probs = at::softmax(scores, -1).to(x.scalar_type());
-  const at::Tensor attended = at::matmul(probs, values)  // [kv_heads, group * T, head_dim]
-                                  .view({heads_, length, head_dim_})
-                                  .permute({1, 0, 2})
-                                  .reshape({length, heads_ * head_dim_});
+  // Query t sits at position start + t and sees the cache's keys up to there.
+  const at::Tensor attended =
+      ops::Attention(q, cache.Keys(context), cache.Values(context), ops::Visibility::Causal(start))
+          .reshape({length, heads_ * head_dim_});
   return o_proj_.Forward(attended * at::sigmoid(gate.reshape({length, heads_ * head_dim_})));
 }
 

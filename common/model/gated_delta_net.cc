@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "common/model/causal_conv1d.h"
+#include "common/model/ops/ops.h"
 
 namespace specd::model {
 namespace {
@@ -50,7 +50,7 @@ at::Tensor GatedDeltaNet::Forward(const at::Tensor& x, GatedDeltaNetState& state
   const int64_t key_width = dims_.key_heads * dims_.key_dim;
   const at::Tensor conv_inputs = in_proj_qkv_.Forward(x);  // [T, conv_channels]
   const at::Tensor mixed =
-      at::silu(CausalConv1d(conv_inputs, conv_weight_.squeeze(1), state.conv()));
+      at::silu(ops::CausalConv1d(conv_inputs, conv_weight_.squeeze(1), state.conv()));
 
   // Each q/k head serves value_heads / key_heads consecutive value heads.
   const int64_t repeats = dims_.value_heads / dims_.key_heads;

@@ -4,10 +4,18 @@
 
 #include <utility>
 
-#include "common/model/causal_conv1d.h"
-#include "common/model/gated_delta_rule.h"
+#include "common/model/ops/ops.h"
 
 namespace specd::model {
+namespace {
+
+// The last K−1 rows of [state ‖ x]: the convolution's state after x has been seen.
+at::Tensor ConvStateAfter(const at::Tensor& state, const at::Tensor& x) {
+  const at::Tensor window = at::cat({state, x}, 0);
+  return window.narrow(0, window.size(0) - state.size(0), state.size(0));
+}
+
+}  // namespace
 
 DeltaRuleInputs DeltaRuleInputs::Prefix(int64_t length) const {
   return {q.narrow(0, 0, length), k.narrow(0, 0, length), v.narrow(0, 0, length),
@@ -37,9 +45,9 @@ at::Tensor GatedDeltaNetState::Advance(const at::Tensor& conv_inputs, const Delt
   // Decode takes the token-by-token form; anything longer (and every block, so that a rollback
   // replays exactly the arithmetic a shorter block would have done) the chunked one.
   if (q.size(0) == 1 && !keep_for_rollback) {
-    return RecurrentGatedDeltaRule(q, k, v, g, beta, initial, recurrent_);
+    return ops::RecurrentGatedDeltaRule(q, k, v, g, beta, initial, recurrent_);
   }
-  return ChunkedGatedDeltaRule(q, k, v, g, beta, initial, recurrent_);
+  return ops::ChunkedGatedDeltaRule(q, k, v, g, beta, initial, recurrent_);
 }
 
 void GatedDeltaNetState::RollbackBlock(int64_t accepted) {
@@ -53,7 +61,7 @@ void GatedDeltaNetState::RollbackBlock(int64_t accepted) {
     return;
   }
   const auto& [q, k, v, g, beta] = block.inputs.Prefix(accepted);
-  ChunkedGatedDeltaRule(q, k, v, g, beta, block_start_recurrent_, recurrent_);
+  ops::ChunkedGatedDeltaRule(q, k, v, g, beta, block_start_recurrent_, recurrent_);
 }
 
 void GatedDeltaNetState::Reset() {

@@ -24,7 +24,8 @@ struct GatedDeltaNetDims {
   int64_t conv_channels() const { return 2 * key_heads * key_dim + value_heads * value_dim; }
 };
 
-// What the gated delta rule reads, in the layout gated_delta_rule.h describes.
+// What the gated delta rule reads, in the layout ops::RecurrentGatedDeltaRule describes
+// (ops/ops.h).
 struct DeltaRuleInputs {
   at::Tensor q, k, v, g, beta;
 

@@ -12,16 +12,8 @@
 
 namespace specd::model {
 
-// y = x Wᵀ for a weight [out, in], by the kernel registry's choice for x's device.
-at::Tensor Project(const at::Tensor& x, const at::Tensor& weight);
-
-// Project as LibTorch ops. A single row (a decode step) takes a matrix-vector product: BLAS
-// sgemm with one row first packs (copies) the whole weight, which makes a memory-bound step move
-// about three times the weight's bytes.
-at::Tensor ProjectComposition(const at::Tensor& x, const at::Tensor& weight);
-
-// Dense (a weight tensor), W4A16 (INT4 codes run by the fused CPU kernel on float32
-// activations, never expanded to a dense weight), or fake-quant (a float weight trained on a
+// Dense (a weight tensor), W4A16 (INT4 codes laid out for the op table's W4A16 projection,
+// never expanded to a dense weight), or fake-quant (a float weight trained on a
 // frozen INT4 grid, for QAD). Copies share the quantized weight. The module
 // name (e.g. "model.layers.0.mlp.up_proj") is what a LinearInputTap reports inputs under.
 class Linear {

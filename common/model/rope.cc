@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include "common/model/ops/ops.h"
+
 namespace specd::model {
 
 RotaryEmbedding::RotaryEmbedding(int64_t rotary_dim, double theta, const ModelOptions& options)
@@ -24,16 +26,7 @@ RotaryAngles RotaryEmbedding::Angles(const at::Tensor& positions) const {
 }
 
 at::Tensor ApplyRotary(const at::Tensor& x, const RotaryAngles& angles) {
-  const int64_t rotary_dim = angles.cos.size(-1);
-  const int64_t half = rotary_dim / 2;
-  const at::Tensor rot = x.narrow(-1, 0, rotary_dim);
-  const at::Tensor rotated_half =
-      at::cat({-rot.narrow(-1, half, half), rot.narrow(-1, 0, half)}, -1);
-  const at::Tensor cos = angles.cos.unsqueeze(1);  // broadcast over heads
-  const at::Tensor sin = angles.sin.unsqueeze(1);
-  const at::Tensor out = rot * cos + rotated_half * sin;
-  if (rotary_dim == x.size(-1)) return out;
-  return at::cat({out, x.narrow(-1, rotary_dim, x.size(-1) - rotary_dim)}, -1);
+  return ops::Rotary(x, angles.cos, angles.sin);
 }
 
 }  // namespace specd::model

@@ -30,8 +30,8 @@ class RotaryEmbedding {
   c10::ScalarType dtype_ = c10::kFloat;
 };
 
-// x [T, heads, head_dim] rotated on its first rotary_dim dims (the angles' width); the rest of
-// each head passes through.
+// x [T, heads, head_dim] rotated on its first rotary_dim dims (the angles' width; ops::Rotary);
+// the rest of each head passes through.
 at::Tensor ApplyRotary(const at::Tensor& x, const RotaryAngles& angles);
 
 }  // namespace specd::model

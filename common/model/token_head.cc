@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/io/qwen35_checkpoint_config.h"
-#include "common/model/linear.h"
+#include "common/model/ops/ops.h"
 #include "common/model/weight_reader.h"
 
 namespace specd::model {
@@ -65,7 +65,7 @@ at::Tensor TokenHead::Embed(const at::Tensor& ids) const {
 }
 
 at::Tensor TokenHead::Head(const at::Tensor& hidden) const {
-  return Project(hidden, lm_head_).to(at::kFloat);
+  return ops::Project(hidden, lm_head_).to(at::kFloat);
 }
 
 }  // namespace specd::model

@@ -68,6 +68,27 @@ void Int4KernelWeight::Multiply(const float* x, int64_t batch, float* y,
   kernels::cpu::W4A16Gemm(gathered.data(), batch, Matrix(), y, pool, isa);
 }
 
+std::vector<float> Int4KernelWeight::Dequantize() const {
+  // The packed words are a plain (group-contiguous) pack-quantized weight in kernel column order.
+  const std::vector<float> in_kernel_order =
+      quant::Dequantize({.grid = {.rows = rows_,
+                                  .cols = cols_,
+                                  .group_size = group_size_,
+                                  .scales = scales_,
+                                  .scale_dtype = io::DType::kF32,
+                                  .zero_points = zero_points_,
+                                  .group_index = {}},
+                         .packed = packed_});
+  if (input_order_.empty()) return in_kernel_order;
+  std::vector<float> dense(in_kernel_order.size());
+  for (int64_t row = 0; row < rows_; ++row) {
+    for (int64_t j = 0; j < cols_; ++j) {
+      dense[row * cols_ + input_order_[j]] = in_kernel_order[row * cols_ + j];
+    }
+  }
+  return dense;
+}
+
 int64_t Int4KernelWeight::ByteSize() const {
   return packed_.size() * sizeof(int32_t) + scales_.size() * sizeof(float) + zero_points_.size();
 }

@@ -28,6 +28,10 @@ class Int4KernelWeight {
                 kernels::cpu::ThreadPool& pool = kernels::cpu::ThreadPool::Shared(),
                 kernels::cpu::Int4GemmIsa isa = kernels::cpu::BestInt4GemmIsa()) const;
 
+  // W [rows(), cols()] as float32, row-major, columns in the input's order: what Multiply
+  // multiplies by (the op table's reference projects through it).
+  std::vector<float> Dequantize() const;
+
   // Resident bytes of the weight: packed words, scales and zero points.
   int64_t ByteSize() const;
 

@@ -14,7 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "common/model/kernel_registry.h"
+#include "common/model/ops/cpu_backend.h"
+#include "common/model/ops/op_table.h"
 #include "common/model/qwen35_model.h"
 #include "common/model/qwen35_presets.h"
 #include "kernels/cpu/parallel_copy.h"
@@ -36,7 +37,7 @@ struct DecodeBenchFlags {
   int64_t prompt_length = 128;
   int64_t tokens = 64;
   int threads = 0;  // 0: a kernel thread per core
-  std::string kernels = "registered";
+  std::string kernels = "backend";
   int64_t copy_mib = 256;
   uint64_t seed = 0;
 };
@@ -100,11 +101,11 @@ void PrintResidentMemory(const ResidentMemory& before, const WeightFootprint& fo
 }
 
 absl::Status BenchDecode(const DecodeBenchFlags& flags) {
-  if (!model::ConfigureCpuThreads(flags.threads)) {
+  if (!model::ops::ConfigureCpuThreads(flags.threads)) {
     return absl::InternalError("the kernel thread pool started before --threads was applied");
   }
   const int threads = kernels::cpu::ThreadPool::Shared().size();
-  if (flags.kernels == "composition") model::KernelRegistry::Get().UseCompositions();
+  if (flags.kernels == "reference") model::ops::UseReferenceOnly(true);
   const ResidentMemory before_load = ReadResidentMemory();
   absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(flags.model);
   if (!target.ok()) return target.status();
@@ -179,9 +180,9 @@ void AddDecodeBench(CLI::App& bench) {
       ->check(CLI::PositiveNumber);
   command
       ->add_option("--kernels", flags->kernels,
-                   "registered: the kernel registry's replacements; composition: LibTorch ops only")
+                   "backend: the op table's backend for the device; reference: LibTorch ops only")
       ->capture_default_str()
-      ->check(CLI::IsMember({"registered", "composition"}));
+      ->check(CLI::IsMember({"backend", "reference"}));
   command->add_option("--copy-mib", flags->copy_mib, "Size of the copy bandwidth's buffers")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

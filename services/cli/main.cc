@@ -1,7 +1,7 @@
 #include <iostream>
 #include <string>
 
-#include "common/model/kernel_registry.h"
+#include "common/model/ops/cpu_backend.h"
 #include "services/cli/commands.h"
 
 namespace specd::cli {
@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
 #ifdef SPECD_HAVE_SERVICES
   specd::cli::AddServeCommand(app);
 #endif
-  specd::model::ConfigureCpuThreads(0);  // a command's own --threads may still resize the pool
+  specd::model::ops::ConfigureCpuThreads(0);  // a command's own --threads may still resize the pool
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -18,6 +18,19 @@ using ::specd::quant::testing::RandomPackedWeight;
 // tests/unit/kernels/w4a16_gemm_test.cc for the bound).
 constexpr double kRelativeTolerance = 2e-6;
 
+TEST(Int4KernelWeightTest, DequantizesToTheCheckpointsWeightInTheInputsColumnOrder) {
+  std::mt19937 rng(9);
+  for (const Int4Layout& layout : std::vector<Int4Layout>{
+           {.rows = 5, .cols = 64, .group_size = 32},
+           {.rows = 7, .cols = 96, .group_size = 32, .symmetric = false},
+           {.rows = 6, .cols = 128, .group_size = 32, .symmetric = false, .act_order = true}}) {
+    const PackedInt4Weight weight = RandomPackedWeight(layout, rng);
+    const absl::StatusOr<Int4KernelWeight> prepared = Int4KernelWeight::Prepare(weight);
+    ASSERT_TRUE(prepared.ok()) << prepared.status();
+    EXPECT_EQ(prepared->Dequantize(), Dequantize(weight)) << layout.cols;
+  }
+}
+
 TEST(Int4KernelWeightTest, MultiplyEqualsTheProductWithTheDequantizedWeight) {
   std::mt19937 rng(5);
   kernels::cpu::ThreadPool pool(2);

@@ -1,26 +1,24 @@
-// The kernels/cpu backend of the kernel registry: turns tensors into pointers and shapes, and
-// hands a case the kernels do not cover (another dtype, a layout they do not take) back to the
-// composition.
+// The kernels/cpu backend: turns tensors into pointers and shapes, and hands a case the kernels do
+// not cover (another dtype, a layout they do not take, a gradient to record) to the reference.
+#include "common/model/ops/cpu_backend.h"
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
-#include <algorithm>
 #include <initializer_list>
 #include <vector>
 
-#include "common/model/gated_delta_rule.h"
-#include "common/model/kernel_registry.h"
-#include "common/model/linear.h"
 #include "kernels/cpu/available_cpus.h"
 #include "kernels/cpu/dense_gemv.h"
 #include "kernels/cpu/gated_delta_rule.h"
 #include "kernels/cpu/thread_pool.h"
 
-namespace specd::model {
+namespace specd::model::ops {
 namespace {
+namespace kernels_cpu {
 
 // Whether the kernels take these inputs: float32, and no gradient to record (the kernels are
-// not differentiable; training goes through the compositions).
+// not differentiable; training goes through the reference).
 bool KernelsTake(std::initializer_list<const at::Tensor*> tensors) {
   for (const at::Tensor* tensor : tensors) {
     if (tensor->scalar_type() != at::kFloat) return false;
@@ -30,9 +28,9 @@ bool KernelsTake(std::initializer_list<const at::Tensor*> tensors) {
 }
 
 // One input row against a contiguous float32 weight: the decode step's GEMV.
-at::Tensor CpuProject(const at::Tensor& x, const at::Tensor& weight) {
+at::Tensor Project(const at::Tensor& x, const at::Tensor& weight) {
   if (x.numel() != x.size(-1) || !KernelsTake({&x, &weight}) || !weight.is_contiguous()) {
-    return ProjectComposition(x, weight);
+    return ReferenceOps().project(x, weight);
   }
   TORCH_CHECK(weight.dim() == 2 && weight.size(1) == x.size(-1), "Project: weight ", weight.sizes(),
               " does not take ", x.size(-1), " input features");
@@ -45,12 +43,25 @@ at::Tensor CpuProject(const at::Tensor& x, const at::Tensor& weight) {
   return y;
 }
 
-at::Tensor CpuRecurrentGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                      const at::Tensor& g, const at::Tensor& beta,
-                                      const at::Tensor& initial_state, at::Tensor& final_state) {
+// The fused W4A16 kernel on float32 activations: a bfloat16 model converts the (small)
+// activations at its edges, never the weight.
+at::Tensor ProjectInt4(const at::Tensor& x, const quant::Int4KernelWeight& weight) {
+  TORCH_CHECK(x.size(-1) == weight.cols(), "W4A16 projection expects ", weight.cols(),
+              " input features, got ", x.size(-1));
+  const at::Tensor input = x.to(at::kFloat).contiguous();
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = weight.rows();
+  at::Tensor y = at::empty(shape, input.options());
+  weight.Multiply(input.data_ptr<float>(), input.numel() / weight.cols(), y.data_ptr<float>());
+  return y.to(x.scalar_type());
+}
+
+at::Tensor RecurrentGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                   const at::Tensor& g, const at::Tensor& beta,
+                                   const at::Tensor& initial_state, at::Tensor& final_state) {
   if (!KernelsTake({&q, &k, &v, &g, &beta, &initial_state, &final_state}) ||
       !final_state.is_contiguous()) {
-    return RecurrentGatedDeltaRuleComposition(q, k, v, g, beta, initial_state, final_state);
+    return ReferenceOps().recurrent_gated_delta_rule(q, k, v, g, beta, initial_state, final_state);
   }
   const kernels::cpu::DeltaRuleShape shape{
       .tokens = q.size(0), .heads = q.size(1), .key_dim = q.size(2), .value_dim = v.size(2)};
@@ -70,7 +81,18 @@ at::Tensor CpuRecurrentGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, 
   return out;
 }
 
+}  // namespace kernels_cpu
 }  // namespace
+
+const Backend& CpuBackend() {
+  static const Backend backend{
+      .name = "cpu",
+      .device = c10::DeviceType::CPU,
+      .ops = {.project = &kernels_cpu::Project,
+              .project_int4 = &kernels_cpu::ProjectInt4,
+              .recurrent_gated_delta_rule = &kernels_cpu::RecurrentGatedDeltaRule}};
+  return backend;
+}
 
 bool ConfigureCpuThreads(int threads) {
   const int pool_size = threads > 0 ? threads : kernels::cpu::AvailableCpus();
@@ -79,9 +101,4 @@ bool ConfigureCpuThreads(int threads) {
   return true;
 }
 
-void RegisterCpuKernels(KernelRegistry& registry) {
-  registry.project.Replace(c10::DeviceType::CPU, &CpuProject);
-  registry.recurrent_gated_delta_rule.Replace(c10::DeviceType::CPU, &CpuRecurrentGatedDeltaRule);
-}
-
-}  // namespace specd::model
+}  // namespace specd::model::ops

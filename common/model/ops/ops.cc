@@ -1,0 +1,53 @@
+// The entry points: each runs what the op table holds for its first input's device.
+#include "common/model/ops/ops.h"
+
+#include "common/model/ops/op_table.h"
+
+namespace specd::model::ops {
+
+at::Tensor Project(const at::Tensor& x, const at::Tensor& weight) {
+  return OpsFor(x.device().type()).project(x, weight);
+}
+
+at::Tensor ProjectInt4(const at::Tensor& x, const quant::Int4KernelWeight& weight) {
+  return OpsFor(x.device().type()).project_int4(x, weight);
+}
+
+at::Tensor RecurrentGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                   const at::Tensor& g, const at::Tensor& beta,
+                                   const at::Tensor& initial_state, at::Tensor& final_state) {
+  return OpsFor(q.device().type())
+      .recurrent_gated_delta_rule(q, k, v, g, beta, initial_state, final_state);
+}
+
+at::Tensor ChunkedGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                 const at::Tensor& g, const at::Tensor& beta,
+                                 const at::Tensor& initial_state, at::Tensor& final_state,
+                                 int64_t chunk_size) {
+  return OpsFor(q.device().type())
+      .chunked_gated_delta_rule(q, k, v, g, beta, initial_state, final_state, chunk_size);
+}
+
+at::Tensor Attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                     const Visibility& visibility) {
+  return OpsFor(q.device().type()).attention(q, k, v, visibility);
+}
+
+at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps, NormWeight kind) {
+  return OpsFor(x.device().type()).rms_norm(x, weight, eps, kind);
+}
+
+at::Tensor GatedRmsNorm(const at::Tensor& x, const at::Tensor& gate, const at::Tensor& weight,
+                        double eps) {
+  return OpsFor(x.device().type()).gated_rms_norm(x, gate, weight, eps);
+}
+
+at::Tensor Rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  return OpsFor(x.device().type()).rotary(x, cos, sin);
+}
+
+at::Tensor CausalConv1d(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& state) {
+  return OpsFor(x.device().type()).causal_conv1d(x, weight, state);
+}
+
+}  // namespace specd::model::ops

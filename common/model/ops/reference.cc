@@ -1,0 +1,213 @@
+// The reference backend: every op as LibTorch compositions, the model's own arithmetic before
+// any kernel (the ground truth every backend is tested against). Runs on any device and records
+// gradients, so training runs here.
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "common/model/ops/op_table.h"
+
+namespace specd::model::ops {
+namespace {
+namespace composition {
+
+// A single row (a decode step) takes a matrix-vector product: BLAS sgemm with one row first packs
+// (copies) the whole weight, which makes a memory-bound step move about three times its bytes.
+at::Tensor Project(const at::Tensor& x, const at::Tensor& weight) {
+  if (x.numel() != x.size(-1)) return at::linear(x, weight);
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = weight.size(0);
+  return at::mv(weight, x.reshape({-1})).view(shape);
+}
+
+// Through the dense weight the codes stand for: exact, and slow (a test's yardstick).
+at::Tensor ProjectInt4(const at::Tensor& x, const quant::Int4KernelWeight& weight) {
+  TORCH_CHECK(x.size(-1) == weight.cols(), "W4A16 projection expects ", weight.cols(),
+              " input features, got ", x.size(-1));
+  std::vector<float> dense = weight.Dequantize();
+  const at::Tensor w = at::from_blob(dense.data(), {weight.rows(), weight.cols()}, at::kFloat)
+                           .to(x.device(), /*non_blocking=*/false, /*copy=*/true);
+  return at::linear(x.to(at::kFloat), w).to(x.scalar_type());
+}
+
+at::Tensor RecurrentGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                   const at::Tensor& g, const at::Tensor& beta,
+                                   const at::Tensor& initial_state, at::Tensor& final_state) {
+  at::Tensor& state = final_state;  // [H, Dk, Dv], updated in place token by token
+  const int64_t length = q.size(0);
+  at::Tensor out = at::empty({length, v.size(1), v.size(2)}, v.options());
+  for (int64_t t = 0; t < length; ++t) {
+    const at::Tensor k_t = k[t].unsqueeze(1);  // [H, 1, Dk]
+    // The first token reads the initial state, so it never needs copying.
+    at::mul_out(state, t == 0 ? initial_state : state, g[t].exp().view({-1, 1, 1}));
+    const at::Tensor remembered = at::bmm(k_t, state).squeeze(1);  // kᵀS: [H, Dv]
+    const at::Tensor delta = (v[t] - remembered) * beta[t].unsqueeze(1);
+    state.baddbmm_(k_t.transpose(1, 2), delta.unsqueeze(1));  // S += k ⊗ delta
+    out.select(0, t).copy_(at::bmm(q[t].unsqueeze(1), state).squeeze(1));
+  }
+  return out;
+}
+
+struct ChunkResult {
+  at::Tensor out;         // [H, c, Dv]
+  at::Tensor next_state;  // [H, Dk, Dv]
+};
+
+// One chunk of c ≤ chunk_size tokens, head-major ([H, c, D]), from `state`. Out of place, so
+// that autograd can differentiate a whole sequence through its chunks (training).
+ChunkResult ChunkStep(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                      const at::Tensor& g, const at::Tensor& beta, const at::Tensor& state) {
+  const int64_t c = q.size(1);
+  const at::Tensor gamma = g.cumsum(-1);  // [H, c], cumulative log decay within the chunk
+  // Γ[i, j] = exp(γ_i − γ_j) for j ≤ i, else 0 (masked before exp: the upper part overflows).
+  const at::Tensor causal = at::ones({c, c}, q.options().dtype(at::kBool)).tril();
+  const at::Tensor decay =
+      (gamma.unsqueeze(-1) - gamma.unsqueeze(-2))
+          .masked_fill(causal.logical_not(), -std::numeric_limits<float>::infinity())
+          .exp();
+  const at::Tensor k_beta = k * beta.unsqueeze(-1);
+  const at::Tensor v_beta = v * beta.unsqueeze(-1);
+  // T = (I + strict_lower((Kβ Kᵀ) ⊙ Γ))⁻¹; the solver takes the unit diagonal as given.
+  const at::Tensor a = (at::matmul(k_beta, k.transpose(-1, -2)) * decay).tril(-1);
+  const at::Tensor t_inv =
+      at::linalg_solve_triangular(a, at::eye(c, q.options()), /*upper=*/false, /*left=*/true,
+                                  /*unitriangular=*/true);
+  const at::Tensor exp_gamma = gamma.exp().unsqueeze(-1);  // [H, c, 1]
+  const at::Tensor u = at::matmul(t_inv, v_beta);          // values with intra-chunk deltas
+  const at::Tensor w = at::matmul(t_inv, k_beta * exp_gamma);
+  const at::Tensor v_new = u - at::matmul(w, state);
+  const at::Tensor scores = at::matmul(q, k.transpose(-1, -2)) * decay;
+  const at::Tensor out = at::matmul(q * exp_gamma, state) + at::matmul(scores, v_new);
+  const at::Tensor gamma_last = gamma.narrow(-1, c - 1, 1);  // [H, 1]
+  const at::Tensor k_decayed = k * (gamma_last - gamma).exp().unsqueeze(-1);
+  return {.out = out,
+          .next_state = state * gamma_last.exp().unsqueeze(-1) +
+                        at::matmul(k_decayed.transpose(-1, -2), v_new)};
+}
+
+at::Tensor ChunkedGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                 const at::Tensor& g, const at::Tensor& beta,
+                                 const at::Tensor& initial_state, at::Tensor& final_state,
+                                 int64_t chunk_size) {
+  // Head-major, so every chunk's products are batched over heads.
+  const at::Tensor qh = q.transpose(0, 1), kh = k.transpose(0, 1), vh = v.transpose(0, 1);
+  const at::Tensor gh = g.transpose(0, 1), bh = beta.transpose(0, 1);
+  const int64_t length = q.size(0);
+  std::vector<at::Tensor> outputs;
+  // Autograd keeps the starting state for the backward, and final_state may be the very buffer
+  // it lives in (overwritten below): training starts from a copy.
+  const bool recorded = at::GradMode::is_enabled() && (q.requires_grad() || v.requires_grad());
+  at::Tensor state = recorded ? initial_state.clone() : initial_state;
+  for (int64_t start = 0; start < length; start += chunk_size) {
+    const int64_t c = std::min(chunk_size, length - start);
+    ChunkResult chunk =
+        ChunkStep(qh.narrow(1, start, c), kh.narrow(1, start, c), vh.narrow(1, start, c),
+                  gh.narrow(1, start, c), bh.narrow(1, start, c), state);
+    outputs.push_back(std::move(chunk.out));
+    state = std::move(chunk.next_state);
+  }
+  final_state.copy_(state);
+  return at::cat(outputs, 1).transpose(0, 1);  // [T, H, Dv]
+}
+
+// The keys each query may not see, [Tq, Tk] (bool); undefined when it sees them all.
+at::Tensor Hidden(const Visibility& visibility, int64_t queries, int64_t keys,
+                  const at::Device& device) {
+  using Rule = Visibility::Rule;
+  if (visibility.rule == Rule::kAll) return {};
+  if (visibility.rule == Rule::kMask) return visibility.mask.logical_not();
+  const auto long_options = at::TensorOptions().dtype(at::kLong).device(device);
+  const int64_t key_end = visibility.key_start + keys;
+  if (visibility.rule == Rule::kCausal && key_end <= visibility.query_start + 1) return {};
+  const at::Tensor query_positions =
+      at::arange(visibility.query_start, visibility.query_start + queries, long_options);
+  const at::Tensor key_positions = at::arange(visibility.key_start, key_end, long_options);
+  if (visibility.rule == Rule::kCausal) {
+    return key_positions.unsqueeze(0) > query_positions.unsqueeze(1);
+  }
+  return (key_positions.unsqueeze(0) - query_positions.unsqueeze(1)).abs() >= visibility.window;
+}
+
+at::Tensor Attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                     const Visibility& visibility) {
+  const int64_t queries = q.size(0), heads = q.size(1), head_dim = q.size(2);
+  const int64_t kv_heads = k.size(0);
+  // Query heads that share a KV head are stacked, so GQA is one batched product per KV head.
+  const int64_t group = heads / kv_heads;
+  const at::Tensor grouped_q = q.permute({1, 0, 2}).reshape({kv_heads, group * queries, head_dim});
+  at::Tensor scores = at::matmul(grouped_q, k.transpose(1, 2)).to(at::kFloat) /
+                      std::sqrt(static_cast<double>(head_dim));
+  if (const at::Tensor hidden = Hidden(visibility, queries, k.size(1), q.device());
+      hidden.defined()) {
+    scores = scores.masked_fill(hidden.repeat({group, 1}), -std::numeric_limits<float>::infinity());
+  }
+  const at::Tensor probs = at::softmax(scores, -1).to(q.scalar_type());
+  return at::matmul(probs, v)  // [kv_heads, group * Tq, head_dim]
+      .view({heads, queries, head_dim})
+      .permute({1, 0, 2});
+}
+
+at::Tensor NormalisedFloat32(const at::Tensor& x, double eps) {
+  const at::Tensor x32 = x.to(at::kFloat);
+  return x32 * at::rsqrt(x32.square().mean(-1, /*keepdim=*/true) + eps);
+}
+
+at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps, NormWeight kind) {
+  if (kind == NormWeight::kZeroCentred) {
+    // Scaled in float32 before the cast back, as Qwen3.5's reference does (not Llama's order).
+    return (NormalisedFloat32(x, eps) * (weight.to(at::kFloat) + 1.0)).to(x.scalar_type());
+  }
+  // transformers' Qwen3RMSNorm casts back before scaling: w · normed.to(input dtype).
+  return (weight * NormalisedFloat32(x, eps).to(x.scalar_type())).to(x.scalar_type());
+}
+
+at::Tensor GatedRmsNorm(const at::Tensor& x, const at::Tensor& gate, const at::Tensor& weight,
+                        double eps) {
+  const at::Tensor normed = weight * NormalisedFloat32(x, eps).to(x.scalar_type());
+  return (normed * at::silu(gate.to(at::kFloat))).to(x.scalar_type());
+}
+
+at::Tensor Rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  const int64_t rotary_dim = cos.size(-1);
+  const int64_t half = rotary_dim / 2;
+  const at::Tensor rot = x.narrow(-1, 0, rotary_dim);
+  const at::Tensor rotated_half =
+      at::cat({-rot.narrow(-1, half, half), rot.narrow(-1, 0, half)}, -1);
+  // Broadcast over heads.
+  const at::Tensor out = rot * cos.unsqueeze(1) + rotated_half * sin.unsqueeze(1);
+  if (rotary_dim == x.size(-1)) return out;
+  return at::cat({out, x.narrow(-1, rotary_dim, x.size(-1) - rotary_dim)}, -1);
+}
+
+at::Tensor CausalConv1d(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& state) {
+  // Summed in float32, as a convolution kernel accumulates, whatever the activation dtype.
+  const at::Tensor window = at::cat({state, x}, 0).to(at::kFloat);  // [K − 1 + T, C]
+  const at::Tensor taps = weight.to(at::kFloat);
+  const int64_t length = x.size(0);
+  at::Tensor out = window.narrow(0, 0, length) * taps.select(1, 0);
+  for (int64_t j = 1; j < taps.size(1); ++j) {
+    out.addcmul_(window.narrow(0, j, length), taps.select(1, j));
+  }
+  return out.to(x.scalar_type());
+}
+
+}  // namespace composition
+}  // namespace
+
+const OpTable& ReferenceOps() {
+  static const OpTable table{.project = &composition::Project,
+                             .project_int4 = &composition::ProjectInt4,
+                             .recurrent_gated_delta_rule = &composition::RecurrentGatedDeltaRule,
+                             .chunked_gated_delta_rule = &composition::ChunkedGatedDeltaRule,
+                             .attention = &composition::Attention,
+                             .rms_norm = &composition::RmsNorm,
+                             .gated_rms_norm = &composition::GatedRmsNorm,
+                             .rotary = &composition::Rotary,
+                             .causal_conv1d = &composition::CausalConv1d};
+  return table;
+}
+
+}  // namespace specd::model::ops

@@ -1,0 +1,303 @@
+// Every op of the table × shape × backend this build has, against the reference (llama.cpp's
+// test-backend-ops is the model), Qwen3.5-4B's shapes included. Inputs are random; each backend
+// runs them on its device and the reference on the CPU in float32, the ground truth. A backend
+// whose device this machine lacks is skipped, so the same test proves a CUDA backend on a GPU
+// machine; an op a backend leaves out must run the reference on its device.
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/model/ops/op_table.h"
+#include "gtest/gtest.h"
+#include "tests/unit/common/quant/random_int4_weight.h"
+
+namespace specd::model::ops {
+namespace {
+
+// Qwen3.5-4B (research/qwen35.md §1.1): hidden 2560, MLP 9216, gated attention 16 query heads
+// (q_proj doubled by the gate) over 4 KV heads of 256 with a rotary quarter, Gated DeltaNet 16
+// key and 32 value heads of 128 with a width-4 convolution over 8192 channels. Its DFlash
+// drafter's attention: 32 heads over 8 KV heads of 128.
+constexpr int64_t kHidden = 2560, kIntermediate = 9216;
+constexpr int64_t kHeads = 16, kKvHeads = 4, kHeadDim = 256, kRotaryDim = 64;
+constexpr int64_t kKeyHeads = 16, kValueHeads = 32, kDeltaHeadDim = 128, kConvChannels = 8192;
+constexpr int64_t kDraftHeads = 32, kDraftKvHeads = 8, kDraftHeadDim = 128;
+
+bool Present(c10::DeviceType device) {
+  return device == c10::DeviceType::CPU || (device == c10::DeviceType::CUDA && at::hasCUDA());
+}
+
+// max |actual − expected| ≤ tolerance · max |expected|, on the CPU.
+::testing::AssertionResult Close(const at::Tensor& actual, const at::Tensor& expected,
+                                 double tolerance) {
+  const at::Tensor a = actual.cpu().to(at::kDouble), e = expected.cpu().to(at::kDouble);
+  if (a.sizes() != e.sizes()) {
+    return ::testing::AssertionFailure() << "shape " << a.sizes() << " vs " << e.sizes();
+  }
+  const double scale = std::max(e.abs().max().item<double>(), 1e-30);
+  const double error = (a - e).abs().max().item<double>() / scale;
+  if (error > tolerance) {
+    return ::testing::AssertionFailure() << "relative error " << error << " > " << tolerance;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Runs `check` for every present backend that implements `entry`; a backend without its own
+// must dispatch to the reference.
+template <typename Entry>
+void ForEachBackend(Entry OpTable::*entry, const std::function<void(const Backend&)>& check) {
+  for (const Backend& backend : Backends()) {
+    SCOPED_TRACE(std::string(backend.name));
+    if (!Present(backend.device)) continue;
+    if (backend.ops.*entry == nullptr) {
+      EXPECT_EQ(OpsFor(backend.device).*entry, ReferenceOps().*entry);
+      continue;
+    }
+    EXPECT_EQ(OpsFor(backend.device).*entry, backend.ops.*entry);
+    check(backend);
+  }
+}
+
+at::Tensor On(const at::Tensor& x, const Backend& backend) { return x.to(backend.device); }
+
+TEST(BackendOpsTest, DenseProjection) {
+  struct Shape {
+    int64_t rows, in, out;
+  };
+  // GEMV tiles with ragged edges, several rows, and the 4B model's MLP and q_proj.
+  const std::vector<Shape> shapes = {{1, 1, 1},
+                                     {1, 7, 3},
+                                     {1, 300, 37},
+                                     {1, 1024, 256},
+                                     {3, 64, 16},
+                                     {1, kHidden, kIntermediate},
+                                     {1, kIntermediate, kHidden},
+                                     {4, kHidden, 2 * kHeads * kHeadDim}};
+  ForEachBackend(&OpTable::project, [&](const Backend& backend) {
+    for (const Shape& shape : shapes) {
+      SCOPED_TRACE(::testing::Message() << shape.rows << "×" << shape.in << " → " << shape.out);
+      at::manual_seed(shape.in * 31 + shape.out);
+      const at::Tensor x = at::randn({shape.rows, shape.in});
+      const at::Tensor weight = at::randn({shape.out, shape.in});
+      EXPECT_TRUE(Close(backend.ops.project(On(x, backend), On(weight, backend)),
+                        ReferenceOps().project(x, weight), 1e-5));
+    }
+  });
+}
+
+TEST(BackendOpsTest, Int4Projection) {
+  using quant::testing::Int4Layout;
+  struct Case {
+    Int4Layout layout;
+    int64_t rows;
+  };
+  const std::vector<Case> cases = {
+      {{.rows = 37, .cols = 256, .group_size = 128}, 1},
+      {{.rows = 20, .cols = 192, .group_size = 32, .symmetric = false}, 3},
+      {{.rows = 29, .cols = 256, .group_size = 64, .act_order = true}, 2},
+      {{.rows = kIntermediate, .cols = kHidden, .group_size = 128}, 1},
+      {{.rows = kHidden, .cols = kIntermediate, .group_size = 128, .symmetric = false}, 5},
+  };
+  ForEachBackend(&OpTable::project_int4, [&](const Backend& backend) {
+    std::mt19937 rng(17);
+    for (const Case& c : cases) {
+      SCOPED_TRACE(::testing::Message() << c.rows << "×" << c.layout.cols << " → " << c.layout.rows
+                                        << ", group " << c.layout.group_size);
+      const absl::StatusOr<quant::Int4KernelWeight> weight =
+          quant::Int4KernelWeight::Prepare(quant::testing::RandomPackedWeight(c.layout, rng));
+      ASSERT_TRUE(weight.ok()) << weight.status();
+      const at::Tensor x = at::randn({c.rows, c.layout.cols});
+      EXPECT_TRUE(Close(backend.ops.project_int4(On(x, backend), *weight),
+                        ReferenceOps().project_int4(x, *weight), 1e-5));
+    }
+  });
+}
+
+struct DeltaRuleInputs {
+  at::Tensor q, k, v, g, beta, state;
+};
+
+DeltaRuleInputs RandomDeltaRuleInputs(int64_t length, int64_t heads, int64_t dim) {
+  at::manual_seed(length * 7 + heads);
+  const auto unit = [](const at::Tensor& x) { return x / x.norm(2, -1, true); };
+  return {.q = unit(at::randn({length, heads, dim})) / std::sqrt(static_cast<double>(dim)),
+          .k = unit(at::randn({length, heads, dim})),
+          .v = at::randn({length, heads, dim}),
+          .g = -at::rand({length, heads}) * 0.5,
+          .beta = at::rand({length, heads}),
+          .state = at::randn({heads, dim, dim})};
+}
+
+TEST(BackendOpsTest, RecurrentGatedDeltaRule) {
+  struct Shape {
+    int64_t tokens, heads, dim;
+  };
+  const std::vector<Shape> shapes = {
+      {1, 3, 24}, {7, 3, 24}, {1, kValueHeads, kDeltaHeadDim}, {8, kValueHeads, kDeltaHeadDim}};
+  ForEachBackend(&OpTable::recurrent_gated_delta_rule, [&](const Backend& backend) {
+    for (const Shape& shape : shapes) {
+      for (const bool in_place : {false, true}) {
+        SCOPED_TRACE(::testing::Message()
+                     << shape.tokens << " tokens × " << shape.heads << " heads of " << shape.dim
+                     << (in_place ? ", in place" : ""));
+        const DeltaRuleInputs in = RandomDeltaRuleInputs(shape.tokens, shape.heads, shape.dim);
+        at::Tensor expected_state = at::empty_like(in.state);
+        const at::Tensor expected = ReferenceOps().recurrent_gated_delta_rule(
+            in.q, in.k, in.v, in.g, in.beta, in.state, expected_state);
+        at::Tensor state = On(in_place ? in.state.clone() : at::empty_like(in.state), backend);
+        const at::Tensor initial = in_place ? state : On(in.state, backend);
+        const at::Tensor actual = backend.ops.recurrent_gated_delta_rule(
+            On(in.q, backend), On(in.k, backend), On(in.v, backend), On(in.g, backend),
+            On(in.beta, backend), initial, state);
+        EXPECT_TRUE(Close(actual, expected, 1e-5));
+        EXPECT_TRUE(Close(state, expected_state, 1e-5));
+      }
+    }
+  });
+}
+
+TEST(BackendOpsTest, ChunkedGatedDeltaRule) {
+  ForEachBackend(&OpTable::chunked_gated_delta_rule, [&](const Backend& backend) {
+    for (const int64_t tokens : {16, 130}) {
+      SCOPED_TRACE(::testing::Message() << tokens << " tokens");
+      const DeltaRuleInputs in = RandomDeltaRuleInputs(tokens, kValueHeads, kDeltaHeadDim);
+      at::Tensor expected_state = at::empty_like(in.state);
+      const at::Tensor expected = ReferenceOps().chunked_gated_delta_rule(
+          in.q, in.k, in.v, in.g, in.beta, in.state, expected_state, kDeltaRuleChunkSize);
+      at::Tensor state = On(at::empty_like(in.state), backend);
+      const at::Tensor actual = backend.ops.chunked_gated_delta_rule(
+          On(in.q, backend), On(in.k, backend), On(in.v, backend), On(in.g, backend),
+          On(in.beta, backend), On(in.state, backend), state, kDeltaRuleChunkSize);
+      EXPECT_TRUE(Close(actual, expected, 1e-4));
+      EXPECT_TRUE(Close(state, expected_state, 1e-4));
+    }
+  });
+}
+
+TEST(BackendOpsTest, Attention) {
+  struct Case {
+    const char* what;
+    int64_t queries, heads, kv_heads, head_dim, keys;
+    Visibility visibility;
+  };
+  at::manual_seed(1);  // the training mask
+  const std::vector<Case> cases = {
+      {"target decode", 1, kHeads, kKvHeads, kHeadDim, 2048, Visibility::Causal(2047)},
+      {"target verify block", 16, kHeads, kKvHeads, kHeadDim, 2064, Visibility::Causal(2048)},
+      {"target prefill", 64, kHeads, kKvHeads, kHeadDim, 64, Visibility::Causal(0)},
+      {"drafter block", 16, kDraftHeads, kDraftKvHeads, kDraftHeadDim, 2064, Visibility::All()},
+      {"drafter window", 16, kDraftHeads, kDraftKvHeads, kDraftHeadDim, 527,
+       Visibility::Window(2048, 1537, 512)},
+      {"drafter training mask", 8, 4, 2, 16, 24,
+       Visibility::Mask(
+           at::randint(0, 2, {8, 24}, at::kBool).index_fill_(1, at::zeros({1}, at::kLong), true))},
+  };
+  ForEachBackend(&OpTable::attention, [&](const Backend& backend) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(c.what);
+      at::manual_seed(c.keys);
+      const at::Tensor q = at::randn({c.queries, c.heads, c.head_dim});
+      const at::Tensor k = at::randn({c.kv_heads, c.keys, c.head_dim});
+      const at::Tensor v = at::randn({c.kv_heads, c.keys, c.head_dim});
+      Visibility on_device = c.visibility;
+      if (on_device.mask.defined()) on_device.mask = On(on_device.mask, backend);
+      EXPECT_TRUE(
+          Close(backend.ops.attention(On(q, backend), On(k, backend), On(v, backend), on_device),
+                ReferenceOps().attention(q, k, v, c.visibility), 1e-5));
+    }
+  });
+}
+
+TEST(BackendOpsTest, RmsNorms) {
+  ForEachBackend(&OpTable::rms_norm, [&](const Backend& backend) {
+    for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{
+             {1, kHidden}, {64, kHidden}, {16, kHeads, kHeadDim}, {3, 5}}) {
+      for (const NormWeight kind : {NormWeight::kZeroCentred, NormWeight::kPlain}) {
+        at::manual_seed(shape.back());
+        const at::Tensor x = at::randn(shape);
+        const at::Tensor weight = at::randn({shape.back()}) * 0.1;
+        EXPECT_TRUE(Close(backend.ops.rms_norm(On(x, backend), On(weight, backend), 1e-6, kind),
+                          ReferenceOps().rms_norm(x, weight, 1e-6, kind), 1e-5));
+      }
+    }
+  });
+  ForEachBackend(&OpTable::gated_rms_norm, [&](const Backend& backend) {
+    for (const int64_t tokens : {1, 64}) {
+      at::manual_seed(tokens);
+      const at::Tensor x = at::randn({tokens, kValueHeads, kDeltaHeadDim});
+      const at::Tensor gate = at::randn({tokens, kValueHeads, kDeltaHeadDim});
+      const at::Tensor weight = at::randn({kDeltaHeadDim});
+      EXPECT_TRUE(Close(
+          backend.ops.gated_rms_norm(On(x, backend), On(gate, backend), On(weight, backend), 1e-6),
+          ReferenceOps().gated_rms_norm(x, gate, weight, 1e-6), 1e-5));
+    }
+  });
+}
+
+TEST(BackendOpsTest, Rotary) {
+  struct Shape {
+    int64_t tokens, heads, head_dim, rotary_dim;
+  };
+  ForEachBackend(&OpTable::rotary, [&](const Backend& backend) {
+    for (const Shape& shape : std::vector<Shape>{{1, kHeads, kHeadDim, kRotaryDim},
+                                                 {64, kKvHeads, kHeadDim, kRotaryDim},
+                                                 {16, kDraftHeads, kDraftHeadDim, kDraftHeadDim}}) {
+      at::manual_seed(shape.tokens);
+      const at::Tensor x = at::randn({shape.tokens, shape.heads, shape.head_dim});
+      const at::Tensor angles = at::rand({shape.tokens, shape.rotary_dim}) * 6;
+      const at::Tensor cos = angles.cos(), sin = angles.sin();
+      EXPECT_TRUE(Close(backend.ops.rotary(On(x, backend), On(cos, backend), On(sin, backend)),
+                        ReferenceOps().rotary(x, cos, sin), 1e-6));
+    }
+  });
+}
+
+TEST(BackendOpsTest, CausalConv1d) {
+  ForEachBackend(&OpTable::causal_conv1d, [&](const Backend& backend) {
+    for (const int64_t tokens : {1, 16, 130}) {
+      at::manual_seed(tokens);
+      const at::Tensor x = at::randn({tokens, kConvChannels});
+      const at::Tensor weight = at::randn({kConvChannels, 4});
+      const at::Tensor state = at::randn({3, kConvChannels});
+      EXPECT_TRUE(
+          Close(backend.ops.causal_conv1d(On(x, backend), On(weight, backend), On(state, backend)),
+                ReferenceOps().causal_conv1d(x, weight, state), 1e-6));
+    }
+  });
+}
+
+// What a backend's kernels do not take — another dtype, a gradient to record — runs the
+// reference, so training and bf16 models work on every backend.
+TEST(BackendOpsTest, KernelsLeaveOtherDtypesAndGradientsToTheReference) {
+  for (const Backend& backend : Backends()) {
+    SCOPED_TRACE(std::string(backend.name));
+    if (!Present(backend.device)) continue;
+    const OpTable& ops = OpsFor(backend.device);
+    const at::Tensor weight = On(at::randn({5, 16}), backend);
+    const at::Tensor row = On(at::randn({1, 16}), backend);
+    const at::Tensor bf16_weight = weight.to(at::kBFloat16), bf16_row = row.to(at::kBFloat16);
+    EXPECT_TRUE(at::equal(ops.project(bf16_row, bf16_weight),
+                          ReferenceOps().project(bf16_row, bf16_weight)));
+    const at::Tensor trained = weight.clone().requires_grad_();
+    ops.project(row, trained).sum().backward();
+    EXPECT_TRUE(at::equal(trained.grad(), row.expand({5, 16})));
+  }
+}
+
+TEST(BackendOpsTest, TheReferenceOnlySwitchPutsEveryDeviceOnTheReference) {
+  UseReferenceOnly(true);
+  EXPECT_EQ(OpsFor(c10::DeviceType::CPU).project, ReferenceOps().project);
+  UseReferenceOnly(false);
+  for (const Backend& backend : Backends()) {
+    if (backend.ops.project != nullptr) {
+      EXPECT_EQ(OpsFor(backend.device).project, backend.ops.project);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace specd::model::ops
