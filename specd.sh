@@ -47,11 +47,11 @@ case "$command" in
     ;;
   demo)
     dir="$(build)"
-    exec bash scripts/demo.sh "$dir/services/cli/specd"
+    exec bash scripts/demo.sh "$dir/cli/specd/specd"
     ;;
   specd)
     dir="$(build)"
-    exec "$dir/services/cli/specd" "$@"
+    exec "$dir/cli/specd/specd" "$@"
     ;;
   ""|-h|--help|help) usage ;;
   *) usage >&2; exit 2 ;;

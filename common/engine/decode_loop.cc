@@ -2,10 +2,13 @@
 
 #include <utility>
 
+#include "common/base/clock.h"
 #include "common/engine/acceptance_stats.h"
-#include "common/engine/elapsed.h"
 
 namespace specd::engine {
+
+using base::Clock;
+using base::MillisecondsSince;
 namespace {
 
 // Pushes `tokens` into `output` until it stops; `step` gets the chunk and the logprobs of what

@@ -7,6 +7,9 @@
 
 namespace specd::engine {
 
+using base::Clock;
+using base::MillisecondsSince;
+
 GenerationOutput::GenerationOutput(const text::Tokenizer* tokenizer, const StopConfig& stop)
     : start_(Clock::now()), stop_(stop) {
   if (tokenizer != nullptr) {

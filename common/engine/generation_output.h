@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/engine/elapsed.h"
+#include "common/base/clock.h"
 #include "common/engine/generation.h"
 #include "common/engine/stop_criteria.h"
 #include "common/text/streaming_detokenizer.h"
@@ -42,7 +42,7 @@ class GenerationOutput {
   GenerationResult Finish() &&;
 
  private:
-  Clock::time_point start_;
+  base::Clock::time_point start_;
   std::optional<text::StreamingDetokenizer> detokenizer_;
   StopCriteria stop_;
   GenerationResult result_;

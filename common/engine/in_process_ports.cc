@@ -1,11 +1,10 @@
 #include "common/engine/in_process_ports.h"
 
-#include <c10/util/Exception.h>
-
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/torch_errors.h"
 
 namespace specd::engine {
 
@@ -38,7 +37,7 @@ InProcessDraftPort::InProcessDraftPort(InProcessTargetPort& target,
 absl::StatusOr<std::vector<int64_t>> InProcessDraftPort::Propose(int64_t anchor,
                                                                  int64_t max_tokens) {
   std::lock_guard turn(turns_);
-  try {
+  return base::CatchTorchErrors("draft", [&]() -> absl::StatusOr<std::vector<int64_t>> {
     for (const CommittedContext& context : target_.TakeContext()) {
       if (absl::Status appended = session_->Append(context); !appended.ok()) return appended;
     }
@@ -47,9 +46,7 @@ absl::StatusOr<std::vector<int64_t>> InProcessDraftPort::Propose(int64_t anchor,
                           /*report_confidence=*/false);
     if (!proposal.ok()) return proposal.status();
     return std::move(proposal->tokens);
-  } catch (const c10::Error& error) {
-    return absl::InternalError(absl::StrCat("draft failed: ", error.what_without_backtrace()));
-  }
+  });
 }
 
 InProcessPair::InProcessPair(const model::Qwen35Model& target, const Drafter* drafter)

@@ -1,12 +1,12 @@
 #include "common/engine/target_session.h"
 
 #include <ATen/ATen.h>
-#include <c10/util/Exception.h>
 
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/torch_errors.h"
 #include "common/engine/draft_acceptance.h"
 
 namespace specd::engine {
@@ -52,7 +52,7 @@ int64_t TargetSession::room() const {
 
 absl::StatusOr<TargetStep> TargetSession::Prefill() {
   if (!generated_.empty()) return absl::FailedPreconditionError("the session is prefilled");
-  try {
+  return base::CatchTorchErrors("prefill", [&]() -> absl::StatusOr<TargetStep> {
     absl::StatusOr<model::ForwardOutput> prefill = target_->Prefill(
         options_.prompt, cache_,
         {.logit_rows = model::LogitRows::kLast, .hidden_states = options_.hidden_states});
@@ -66,9 +66,7 @@ absl::StatusOr<TargetStep> TargetSession::Prefill() {
                     .ids = options_.prompt,
                     .rows = ContextRows(prefill->hidden_states, prompt_length)};
     return step;
-  } catch (const c10::Error& error) {
-    return absl::InternalError(absl::StrCat("prefill failed: ", error.what_without_backtrace()));
-  }
+  });
 }
 
 absl::StatusOr<TargetStep> TargetSession::Verify(std::span<const int64_t> drafts) {
@@ -86,7 +84,7 @@ absl::StatusOr<TargetStep> TargetSession::Verify(std::span<const int64_t> drafts
   std::vector<int64_t> block = {generated_.back()};
   block.insert(block.end(), drafts.begin(), drafts.end());
   const int64_t anchor_position = cache_.length();
-  try {
+  return base::CatchTorchErrors("verify", [&]() -> absl::StatusOr<TargetStep> {
     absl::StatusOr<model::ForwardOutput> verify = target_->ForwardBlock(
         block, cache_,
         {.logit_rows = model::LogitRows::kAll, .hidden_states = options_.hidden_states});
@@ -109,9 +107,7 @@ absl::StatusOr<TargetStep> TargetSession::Verify(std::span<const int64_t> drafts
                     .ids = std::vector<int64_t>(block.begin(), block.begin() + committed),
                     .rows = ContextRows(verify->hidden_states, committed)};
     return step;
-  } catch (const c10::Error& error) {
-    return absl::InternalError(absl::StrCat("verify failed: ", error.what_without_backtrace()));
-  }
+  });
 }
 
 at::Tensor TargetSession::ContextRows(const std::vector<at::Tensor>& hidden_states,

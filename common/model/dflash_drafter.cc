@@ -8,27 +8,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/base/torch_errors.h"
 #include "common/io/checkpoint.h"
 #include "common/io/json_file.h"
 #include "common/io/quantization_config.h"
-#include "common/model/quantized_linears.h"
+#include "common/model/quantized_module_matcher.h"
 #include "common/model/weight_reader.h"
 #include "nlohmann/json.hpp"
 
 namespace specd::model {
+
+using base::CatchTorchErrors;
+
 namespace {
 
 constexpr char kArchitecture[] = "DFlashDraftModel";
-
-// LibTorch reports failures by throwing; the drafter's callers get a status naming the step.
-template <typename Body>
-auto CatchTorchErrors(const char* what, Body&& body) -> decltype(body()) {
-  try {
-    return body();
-  } catch (const c10::Error& e) {
-    return absl::InternalError(absl::StrCat(what, ": ", e.what_without_backtrace()));
-  }
-}
 
 // Newer z-lab drafters may declare causal sliding-window layers, which this drafter does not
 // compute; refusing them beats drafting from a different function.
@@ -45,13 +39,12 @@ absl::Status CheckFullAttentionOnly(const nlohmann::json& config, const std::str
   return absl::OkStatus();
 }
 
-absl::StatusOr<QuantizedLinears> ReadQuantizedLinears(const nlohmann::json& config,
-                                                      const std::string& source) {
+absl::StatusOr<QuantizedModuleMatcher> ReadQuantizedModules(const nlohmann::json& config,
+                                                            const std::string& source) {
   absl::StatusOr<std::optional<io::QuantizationConfig>> quantization =
       io::ParseQuantizationConfig(config, source);
   if (!quantization.ok()) return quantization.status();
-  if (!quantization->has_value()) return QuantizedLinears();
-  return QuantizedLinears::FromConfig(**quantization);
+  return QuantizedModuleMatcher::FromConfig(*quantization);
 }
 
 std::string ShapeString(const at::Tensor& tensor) {
@@ -79,7 +72,7 @@ absl::StatusOr<DFlashDrafter> DFlashDrafter::Load(const std::filesystem::path& d
   }
   if (absl::Status layers = CheckFullAttentionOnly(*json, source); !layers.ok()) return layers;
   // A quantized drafter says so in its own config.json, whatever the target's says.
-  absl::StatusOr<QuantizedLinears> quantized = ReadQuantizedLinears(*json, source);
+  absl::StatusOr<QuantizedModuleMatcher> quantized = ReadQuantizedModules(*json, source);
   if (!quantized.ok()) return quantized.status();
   absl::StatusOr<io::Checkpoint> checkpoint = io::Checkpoint::Open(dir);
   if (!checkpoint.ok()) return checkpoint.status();

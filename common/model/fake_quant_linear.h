@@ -8,7 +8,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
-#include "common/quant/packed_int4_weight.h"
+#include "common/int4/packed_int4_weight.h"
 
 namespace specd::model {
 

@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "common/int4/int4_kernel_weight.h"
 #include "common/model/fake_quant_linear.h"
-#include "common/quant/int4_kernel_weight.h"
 
 namespace specd::model {
 

@@ -5,44 +5,30 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/torch_errors.h"
 #include "common/io/qwen35_checkpoint_config.h"
 #include "common/model/linear.h"
 #include "common/model/weight_reader.h"
 
 namespace specd::model {
-namespace {
-
-// LibTorch reports failures by throwing; the model's callers get a status naming the step.
-template <typename T, typename Body>
-absl::StatusOr<T> CatchTorchErrors(const char* what, Body&& body) {
-  try {
-    return body();
-  } catch (const c10::Error& e) {
-    return absl::InternalError(absl::StrCat(what, ": ", e.what_without_backtrace()));
-  }
-}
-
-}  // namespace
+using base::CatchTorchErrors;
 
 absl::StatusOr<Qwen35Model> Qwen35Model::Load(const std::filesystem::path& dir,
                                               const ModelOptions& options) {
   absl::StatusOr<io::Qwen35CheckpointConfig> config = io::ReadQwen35CheckpointConfig(dir);
   if (!config.ok()) return config.status();
-  QuantizedLinears quantized;
-  if (config->quantization.has_value()) {
-    absl::StatusOr<QuantizedLinears> linears = QuantizedLinears::FromConfig(*config->quantization);
-    if (!linears.ok()) return linears.status();
-    quantized = *std::move(linears);
-  }
+  absl::StatusOr<QuantizedModuleMatcher> quantized =
+      QuantizedModuleMatcher::FromConfig(config->quantization);
+  if (!quantized.ok()) return quantized.status();
   absl::StatusOr<io::Checkpoint> checkpoint = io::Checkpoint::Open(dir);
   if (!checkpoint.ok()) return checkpoint.status();
-  return Load(config->text, *checkpoint, options, quantized);
+  return Load(config->text, *checkpoint, options, *quantized);
 }
 
 absl::StatusOr<Qwen35Model> Qwen35Model::Load(const io::Qwen35TextConfig& config,
                                               const io::Checkpoint& checkpoint,
                                               const ModelOptions& options,
-                                              const QuantizedLinears& quantized) {
+                                              const QuantizedModuleMatcher& quantized) {
   if (config.num_key_value_heads <= 0 ||
       config.num_attention_heads % config.num_key_value_heads != 0 ||
       config.linear_num_key_heads <= 0 ||
@@ -51,35 +37,32 @@ absl::StatusOr<Qwen35Model> Qwen35Model::Load(const io::Qwen35TextConfig& config
         "config.json: attention heads must be a multiple of key/value heads, and DeltaNet value "
         "heads a multiple of DeltaNet key heads");
   }
-  return CatchTorchErrors<Qwen35Model>(
-      "loading the Qwen3.5 model", [&]() -> absl::StatusOr<Qwen35Model> {
-        Qwen35Model model;
-        model.config_ = config;
-        model.options_ = options;
-        WeightReader reader(checkpoint, config.tensor_prefix, options, quantized);
-        const int64_t vocab = config.vocab_size;
-        const int64_t hidden = config.hidden_size;
-        const at::Tensor embed_tokens = reader.Matrix("embed_tokens.weight", vocab, hidden);
-        for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
-          model.layers_.push_back(DecoderLayer::Load(reader, config, i));
-        }
-        model.norm_ =
-            ZeroCentredRmsNorm(reader.Float32("norm.weight", {hidden}), config.rms_norm_eps);
-        if (!reader.status().ok()) return reader.status();
-        model.parameters_ = reader.parameters();
-        if (config.tie_word_embeddings) {
-          model.head_ = TokenHead(embed_tokens, embed_tokens);
-        } else {
-          absl::StatusOr<at::Tensor> lm_head =
-              TokenHead::ReadUntiedHead(config, checkpoint, options, quantized, model.parameters_);
-          if (!lm_head.ok()) return lm_head.status();
-          model.head_ = TokenHead(embed_tokens, *std::move(lm_head));
-        }
-        const auto rotary_dim =
-            static_cast<int64_t>(config.head_dim * config.partial_rotary_factor);
-        model.rotary_ = RotaryEmbedding(rotary_dim, config.rope_theta, options);
-        return model;
-      });
+  return CatchTorchErrors("loading the Qwen3.5 model", [&]() -> absl::StatusOr<Qwen35Model> {
+    Qwen35Model model;
+    model.config_ = config;
+    model.options_ = options;
+    WeightReader reader(checkpoint, config.tensor_prefix, options, quantized);
+    const int64_t vocab = config.vocab_size;
+    const int64_t hidden = config.hidden_size;
+    const at::Tensor embed_tokens = reader.Matrix("embed_tokens.weight", vocab, hidden);
+    for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
+      model.layers_.push_back(DecoderLayer::Load(reader, config, i));
+    }
+    model.norm_ = ZeroCentredRmsNorm(reader.Float32("norm.weight", {hidden}), config.rms_norm_eps);
+    if (!reader.status().ok()) return reader.status();
+    model.parameters_ = reader.parameters();
+    if (config.tie_word_embeddings) {
+      model.head_ = TokenHead(embed_tokens, embed_tokens);
+    } else {
+      absl::StatusOr<at::Tensor> lm_head =
+          TokenHead::ReadUntiedHead(config, checkpoint, options, quantized, model.parameters_);
+      if (!lm_head.ok()) return lm_head.status();
+      model.head_ = TokenHead(embed_tokens, *std::move(lm_head));
+    }
+    const auto rotary_dim = static_cast<int64_t>(config.head_dim * config.partial_rotary_factor);
+    model.rotary_ = RotaryEmbedding(rotary_dim, config.rope_theta, options);
+    return model;
+  });
 }
 
 absl::StatusOr<Qwen35Cache> Qwen35Model::NewCache(int64_t max_length) const {
@@ -87,7 +70,7 @@ absl::StatusOr<Qwen35Cache> Qwen35Model::NewCache(int64_t max_length) const {
     return absl::InvalidArgumentError(
         absl::StrCat("cache length ", max_length, " is not positive"));
   }
-  return CatchTorchErrors<Qwen35Cache>("allocating a cache", [&] {
+  return CatchTorchErrors("allocating a cache", [&] {
     std::vector<LayerCache> layers;
     layers.reserve(layers_.size());
     for (const DecoderLayer& layer : layers_)
@@ -140,7 +123,7 @@ absl::StatusOr<ForwardOutput> Qwen35Model::Run(std::span<const int64_t> ids, Qwe
           absl::StrCat("hidden state ", index, " is not in [0, ", config_.num_hidden_layers, "]"));
     }
   }
-  return CatchTorchErrors<ForwardOutput>("Qwen3.5 forward", [&] {
+  return CatchTorchErrors("Qwen3.5 forward", [&] {
     const at::Tensor id_tensor =
         at::tensor(std::vector<int64_t>(ids.begin(), ids.end()), at::kLong).to(options_.device);
     return Forward(id_tensor, cache, options, keep_for_rollback);

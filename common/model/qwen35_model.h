@@ -15,7 +15,7 @@
 #include "common/model/decoder_layer.h"
 #include "common/model/model_options.h"
 #include "common/model/named_parameter.h"
-#include "common/model/quantized_linears.h"
+#include "common/model/quantized_module_matcher.h"
 #include "common/model/qwen35_cache.h"
 #include "common/model/rms_norm.h"
 #include "common/model/rope.h"
@@ -49,7 +49,7 @@ class Qwen35Model {
   static absl::StatusOr<Qwen35Model> Load(const io::Qwen35TextConfig& config,
                                           const io::Checkpoint& checkpoint,
                                           const ModelOptions& options = {},
-                                          const QuantizedLinears& quantized = {});
+                                          const QuantizedModuleMatcher& quantized = {});
 
   const io::Qwen35TextConfig& config() const { return config_; }
   const ModelOptions& options() const { return options_; }

@@ -27,16 +27,12 @@ absl::StatusOr<TokenHead> TokenHead::Load(const std::filesystem::path& dir,
     at::Tensor embed = reader.Matrix("embed_tokens.weight", text.vocab_size, text.hidden_size);
     if (!reader.status().ok()) return reader.status();
     if (text.tie_word_embeddings) return TokenHead(embed, embed);
-    QuantizedLinears quantized;
-    if (config->quantization.has_value()) {
-      absl::StatusOr<QuantizedLinears> linears =
-          QuantizedLinears::FromConfig(*config->quantization);
-      if (!linears.ok()) return linears.status();
-      quantized = *std::move(linears);
-    }
+    absl::StatusOr<QuantizedModuleMatcher> quantized =
+        QuantizedModuleMatcher::FromConfig(config->quantization);
+    if (!quantized.ok()) return quantized.status();
     std::vector<NamedParameter> parameters;
     absl::StatusOr<at::Tensor> head =
-        ReadUntiedHead(text, *checkpoint, options, quantized, parameters);
+        ReadUntiedHead(text, *checkpoint, options, *quantized, parameters);
     if (!head.ok()) return head.status();
     return TokenHead(std::move(embed), *std::move(head));
   } catch (const c10::Error& e) {
@@ -48,7 +44,7 @@ absl::StatusOr<TokenHead> TokenHead::Load(const std::filesystem::path& dir,
 absl::StatusOr<at::Tensor> TokenHead::ReadUntiedHead(const io::Qwen35TextConfig& config,
                                                      const io::Checkpoint& checkpoint,
                                                      const ModelOptions& options,
-                                                     const QuantizedLinears& quantized,
+                                                     const QuantizedModuleMatcher& quantized,
                                                      std::vector<NamedParameter>& parameters) {
   if (quantized.Contains("lm_head")) {
     return absl::UnimplementedError("a quantized lm_head is not supported");

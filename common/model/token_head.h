@@ -12,7 +12,7 @@
 #include "common/io/qwen35_config.h"
 #include "common/model/model_options.h"
 #include "common/model/named_parameter.h"
-#include "common/model/quantized_linears.h"
+#include "common/model/quantized_module_matcher.h"
 
 namespace specd::model {
 
@@ -31,7 +31,7 @@ class TokenHead {
   static absl::StatusOr<at::Tensor> ReadUntiedHead(const io::Qwen35TextConfig& config,
                                                    const io::Checkpoint& checkpoint,
                                                    const ModelOptions& options,
-                                                   const QuantizedLinears& quantized,
+                                                   const QuantizedModuleMatcher& quantized,
                                                    std::vector<NamedParameter>& parameters);
 
   // The embedding rows of `ids` [T, hidden].

@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/quant/int4_kernel_weight.h"
-#include "common/quant/pack_quantized_io.h"
+#include "common/int4/int4_kernel_weight.h"
+#include "common/int4/pack_quantized_io.h"
 
 namespace specd::model {
 namespace {
@@ -67,7 +67,7 @@ absl::StatusOr<at::Tensor> TensorFromView(const io::TensorView& view, c10::Scala
 }
 
 WeightReader::WeightReader(const io::Checkpoint& checkpoint, std::string prefix,
-                           ModelOptions options, QuantizedLinears quantized)
+                           ModelOptions options, QuantizedModuleMatcher quantized)
     : checkpoint_(checkpoint),
       prefix_(std::move(prefix)),
       options_(options),

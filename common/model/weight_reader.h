@@ -16,7 +16,7 @@
 #include "common/model/linear.h"
 #include "common/model/model_options.h"
 #include "common/model/named_parameter.h"
-#include "common/model/quantized_linears.h"
+#include "common/model/quantized_module_matcher.h"
 
 namespace specd::model {
 
@@ -30,7 +30,7 @@ class WeightReader {
   // Names passed to the reads below are relative to `prefix` (e.g. "model.language_model.").
   // Linears that `quantized` names are read from their pack-quantized tensors.
   WeightReader(const io::Checkpoint& checkpoint, std::string prefix, ModelOptions options,
-               QuantizedLinears quantized = {});
+               QuantizedModuleMatcher quantized = {});
 
   // The Linear `module` (e.g. "layers.0.mlp.up_proj"), weight [rows, cols]: dense from
   // `module`.weight, or W4A16 from `module`.weight_packed, ... when the quantization config says
@@ -55,7 +55,7 @@ class WeightReader {
   const io::Checkpoint& checkpoint_;
   std::string prefix_;
   ModelOptions options_;
-  QuantizedLinears quantized_;
+  QuantizedModuleMatcher quantized_;
   absl::Status status_;
   std::vector<NamedParameter> parameters_;
 };

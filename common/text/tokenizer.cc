@@ -18,6 +18,14 @@ Tokenizer::Tokenizer(bool nfc, Vocabulary vocabulary, BpeModel model, RegexSplit
       raw_added_tokens_(std::move(raw_added_tokens)),
       normalized_added_tokens_(std::move(normalized_added_tokens)) {}
 
+std::optional<std::filesystem::path> Tokenizer::FileFor(const std::filesystem::path& model_dir,
+                                                        const std::filesystem::path& given) {
+  if (!given.empty()) return given;
+  std::filesystem::path own = model_dir / "tokenizer.json";
+  if (std::filesystem::exists(own)) return own;
+  return std::nullopt;
+}
+
 absl::StatusOr<Tokenizer> Tokenizer::FromFile(const std::filesystem::path& path) {
   std::ifstream file(path, std::ios::binary | std::ios::ate);
   if (!file) return absl::NotFoundError(absl::StrCat("cannot open ", path.string()));

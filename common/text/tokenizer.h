@@ -29,6 +29,10 @@ struct DecodeOptions {
 class Tokenizer {
  public:
   static absl::StatusOr<Tokenizer> FromFile(const std::filesystem::path& path);
+  // The tokenizer.json to use with the checkpoint in `model_dir`: `given` when it is set, else
+  // the checkpoint's own when it has one; nullopt otherwise.
+  static std::optional<std::filesystem::path> FileFor(const std::filesystem::path& model_dir,
+                                                      const std::filesystem::path& given = {});
   static absl::StatusOr<Tokenizer> FromJson(std::string_view json);
 
   // Fails on text that is not valid UTF-8.

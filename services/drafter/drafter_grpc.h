@@ -1,12 +1,12 @@
 #pragma once
-// The drafter over gRPC: the service that exposes any DrafterClient (the handler) on a server,
-// and the DrafterClient that calls such a server through a channel.
+// The drafter over gRPC: the service that exposes any DrafterApi (the handler) on a server,
+// and the DrafterApi that calls such a server through a channel.
 #include <grpcpp/channel.h>
 
 #include <memory>
 
 #include "absl/time/time.h"
-#include "services/drafter/drafter_client.h"
+#include "services/drafter/drafter_api.h"
 #include "specd/v1/drafter.grpc.pb.h"
 
 namespace specd::drafter {
@@ -14,7 +14,7 @@ namespace specd::drafter {
 class DrafterGrpcService final : public v1::DrafterService::Service {
  public:
   // `handler` must outlive the service.
-  explicit DrafterGrpcService(DrafterClient& handler) : handler_(handler) {}
+  explicit DrafterGrpcService(DrafterApi& handler) : handler_(handler) {}
 
   grpc::Status Draft(grpc::ServerContext* context, const v1::DraftRequest* request,
                      v1::DraftResponse* response) override;
@@ -25,10 +25,10 @@ class DrafterGrpcService final : public v1::DrafterService::Service {
                     v1::DrafterServiceInfoResponse* response) override;
 
  private:
-  DrafterClient& handler_;
+  DrafterApi& handler_;
 };
 
-class GrpcDrafterClient final : public DrafterClient {
+class GrpcDrafterClient final : public DrafterApi {
  public:
   // Each call fails with DEADLINE_EXCEEDED after `timeout`.
   GrpcDrafterClient(const std::shared_ptr<grpc::Channel>& channel, absl::Duration timeout);

@@ -1,13 +1,13 @@
 #include "services/drafter/drafter_handler.h"
 
 #include <ATen/ATen.h>
-#include <c10/util/Exception.h>
 
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/engine/elapsed.h"
+#include "common/base/clock.h"
+#include "common/base/torch_errors.h"
 #include "common/engine/target_session.h"
 #include "common/rpc/context_buffer.h"
 #include "common/rpc/proto_duration.h"
@@ -100,7 +100,7 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::Draft(const v1::DraftRequest& 
 absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
                                                            const v1::DraftRequest& request,
                                                            const engine::DraftOptions& options) {
-  const engine::Clock::time_point start = engine::Clock::now();
+  const base::Clock::time_point start = base::Clock::now();
   if (absl::Status accepted = session.context.Accept(request.context()); !accepted.ok()) {
     return accepted;
   }
@@ -112,7 +112,7 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
   }
   const int64_t end = request.context().token_range().end();
   v1::DraftResponse response;
-  try {
+  absl::Status drafted = base::CatchTorchErrors("draft", [&]() -> absl::Status {
     if (session.draft == nullptr || session.capacity < session.context.rows()) {
       absl::StatusOr<std::unique_ptr<engine::DraftSession>> draft =
           drafter_->OpenSession(session.context.rows());
@@ -137,10 +137,10 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
     response.mutable_draft_token_ids()->Assign(proposal->tokens.begin(), proposal->tokens.end());
     response.mutable_confidence()->Assign(proposal->confidence.begin(), proposal->confidence.end());
     response.set_context_length(static_cast<uint32_t>(draft.length()));
-  } catch (const c10::Error& error) {
-    return absl::InternalError(absl::StrCat("draft failed: ", error.what_without_backtrace()));
-  }
-  *response.mutable_compute_time() = rpc::ToProtoDuration(engine::Clock::now() - start);
+    return absl::OkStatus();
+  });
+  if (!drafted.ok()) return drafted;
+  *response.mutable_compute_time() = rpc::ToProtoDuration(base::Clock::now() - start);
   return response;
 }
 

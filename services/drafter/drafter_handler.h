@@ -15,7 +15,7 @@
 #include "common/model/dflash_drafter.h"
 #include "common/model/token_head.h"
 #include "common/rpc/session_table.h"
-#include "services/drafter/drafter_client.h"
+#include "services/drafter/drafter_api.h"
 
 namespace specd::drafter {
 
@@ -28,7 +28,7 @@ struct DrafterOptions {
   metrics::Gauge* open_sessions = nullptr;  // optional: follows the number of open sessions
 };
 
-class DrafterHandler final : public DrafterClient {
+class DrafterHandler final : public DrafterApi {
  public:
   // Fails unless `drafter` fits the target of `target_config`.
   static absl::StatusOr<std::unique_ptr<DrafterHandler>> Create(model::DFlashDrafter drafter,

@@ -214,9 +214,9 @@ BackendPool::Lease::~Lease() {
   if (member_ != nullptr) --member_->in_flight;
 }
 
-verifier::VerifierClient& BackendPool::Lease::verifier() const { return *member_->pair.verifier; }
+verifier::VerifierApi& BackendPool::Lease::verifier() const { return *member_->pair.verifier; }
 
-drafter::DrafterClient* BackendPool::Lease::drafter() const { return member_->pair.drafter.get(); }
+drafter::DrafterApi* BackendPool::Lease::drafter() const { return member_->pair.drafter.get(); }
 
 engine::InProcessPair* BackendPool::Lease::in_process() const {
   return member_->pair.in_process.get();

@@ -18,15 +18,15 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/engine/in_process_ports.h"
-#include "services/drafter/drafter_client.h"
-#include "services/verifier/verifier_client.h"
+#include "services/drafter/drafter_api.h"
+#include "services/verifier/verifier_api.h"
 
 namespace specd::orchestrator {
 
 struct BackendPair {
   std::string host;  // names the pair in logs
-  std::shared_ptr<verifier::VerifierClient> verifier;
-  std::shared_ptr<drafter::DrafterClient> drafter;  // null: target-only
+  std::shared_ptr<verifier::VerifierApi> verifier;
+  std::shared_ptr<drafter::DrafterApi> drafter;  // null: target-only
   // In process: the engine's pair, whose ports call the sessions directly (the clients then only
   // answer Info); null: requests go through the clients.
   std::shared_ptr<engine::InProcessPair> in_process = nullptr;
@@ -67,8 +67,8 @@ class BackendPool {
     Lease(Lease&&) noexcept = default;
     Lease& operator=(Lease&&) noexcept = default;
     ~Lease();
-    verifier::VerifierClient& verifier() const;
-    drafter::DrafterClient* drafter() const;
+    verifier::VerifierApi& verifier() const;
+    drafter::DrafterApi* drafter() const;
     engine::InProcessPair* in_process() const;
     // The drafter's Info; nullopt while it cannot be reached (asked again at most every
     // drafter_retry) or when the pair has none.

@@ -8,8 +8,8 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "common/base/clock.h"
 #include "common/engine/decode_loop.h"
-#include "common/engine/elapsed.h"
 #include "common/engine/generation_output.h"
 #include "common/engine/stop_criteria.h"
 #include "common/rpc/proto_duration.h"
@@ -22,7 +22,7 @@
 namespace specd::orchestrator {
 namespace {
 
-using engine::Clock;
+using base::Clock;
 
 constexpr size_t kMaxRequestIdBytes = 128;
 

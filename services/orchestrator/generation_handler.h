@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/engine/elapsed.h"
+#include "common/base/clock.h"
 #include "common/engine/regime.h"
 #include "common/metrics/registry.h"
 #include "common/text/chat_template.h"
@@ -91,7 +91,7 @@ class GenerationHandler {
   // however it ends. `arrival` starts the request's clock.
   absl::Status Decode(const v1::GenerateStreamRequest& request, const Prepared& prepared,
                       const BackendPool::Lease& pair, InFlight& flight, const Cancelled& cancelled,
-                      const StreamWriter& write, engine::Clock::time_point arrival);
+                      const StreamWriter& write, base::Clock::time_point arrival);
 
   BackendPool& backends_;
   const text::Tokenizer* tokenizer_;

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/text/chat_prompt.h"
 
 namespace specd::orchestrator {
 namespace {
@@ -15,8 +16,9 @@ absl::StatusOr<text::ChatRole> ChatRoleNamed(const std::string& role) {
                                                  "\" is not one of system, user, assistant"));
 }
 
-absl::StatusOr<std::string> RenderChat(const v1::ChatInput& chat,
-                                       const text::ChatTemplate& chat_template) {
+absl::StatusOr<std::vector<int64_t>> ChatIds(const v1::ChatInput& chat,
+                                             const text::Tokenizer& tokenizer,
+                                             const text::ChatTemplate& chat_template) {
   if (chat.messages().empty()) {
     return absl::InvalidArgumentError("prompt.chat.messages is empty");
   }
@@ -28,13 +30,13 @@ absl::StatusOr<std::string> RenderChat(const v1::ChatInput& chat,
     if (!message.reasoning_content().empty()) rendered.reasoning = message.reasoning_content();
     messages.push_back(std::move(rendered));
   }
-  absl::StatusOr<std::string> text = chat_template.Render(
-      messages, {.add_generation_prompt = true,
-                 .enable_thinking = !chat.has_enable_thinking() || chat.enable_thinking()});
-  if (!text.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("prompt.chat: ", text.status().message()));
+  absl::StatusOr<std::vector<int64_t>> ids = text::ChatPromptIds(
+      tokenizer, chat_template, messages,
+      /*enable_thinking=*/!chat.has_enable_thinking() || chat.enable_thinking());
+  if (!ids.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("prompt.chat: ", ids.status().message()));
   }
-  return text;
+  return ids;
 }
 
 }  // namespace
@@ -53,17 +55,17 @@ absl::StatusOr<std::vector<int64_t>> PromptIds(const v1::Prompt& prompt,
       return absl::InvalidArgumentError(
           "prompt: this server has no tokenizer, so it takes token_ids only");
     }
-    std::string text = prompt.text();
     if (prompt.kind_case() == v1::Prompt::kChat) {
-      absl::StatusOr<std::string> rendered = RenderChat(prompt.chat(), chat);
-      if (!rendered.ok()) return rendered.status();
-      text = *std::move(rendered);
+      absl::StatusOr<std::vector<int64_t>> chat_ids = ChatIds(prompt.chat(), *tokenizer, chat);
+      if (!chat_ids.ok()) return chat_ids.status();
+      ids = *std::move(chat_ids);
+    } else {
+      absl::StatusOr<std::vector<text::TokenId>> encoded = tokenizer->Encode(prompt.text());
+      if (!encoded.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("prompt: ", encoded.status().message()));
+      }
+      ids.assign(encoded->begin(), encoded->end());
     }
-    absl::StatusOr<std::vector<text::TokenId>> encoded = tokenizer->Encode(text);
-    if (!encoded.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("prompt: ", encoded.status().message()));
-    }
-    ids.assign(encoded->begin(), encoded->end());
   }
   if (ids.empty()) return absl::InvalidArgumentError("prompt: it is empty");
   if (static_cast<int64_t>(ids.size()) > limits.max_prompt_tokens) {

@@ -8,7 +8,7 @@
 
 namespace specd::orchestrator {
 
-RemoteTargetPort::RemoteTargetPort(verifier::VerifierClient& verifier, v1::PrefillRequest prefill)
+RemoteTargetPort::RemoteTargetPort(verifier::VerifierApi& verifier, v1::PrefillRequest prefill)
     : verifier_(verifier), prefill_(std::move(prefill)) {}
 
 RemoteTargetPort::~RemoteTargetPort() {
@@ -48,7 +48,7 @@ absl::StatusOr<engine::EmittedTokens> RemoteTargetPort::Verify(std::span<const i
   return tokens;
 }
 
-RemoteDraftPort::RemoteDraftPort(drafter::DrafterClient& drafter, const RemoteTargetPort& target,
+RemoteDraftPort::RemoteDraftPort(drafter::DrafterApi& drafter, const RemoteTargetPort& target,
                                  const engine::DraftOptions& options)
     : drafter_(drafter), target_(target), options_(options) {}
 
@@ -75,8 +75,8 @@ absl::StatusOr<std::vector<int64_t>> RemoteDraftPort::Propose(int64_t anchor, in
                               response->draft_token_ids().begin() + kept);
 }
 
-engine::RequestPorts OpenRemotePorts(verifier::VerifierClient& verifier,
-                                     drafter::DrafterClient* drafter, v1::PrefillRequest prefill,
+engine::RequestPorts OpenRemotePorts(verifier::VerifierApi& verifier, drafter::DrafterApi* drafter,
+                                     v1::PrefillRequest prefill,
                                      const std::optional<engine::DraftOptions>& draft) {
   auto target = std::make_unique<RemoteTargetPort>(verifier, std::move(prefill));
   engine::RequestPorts ports;

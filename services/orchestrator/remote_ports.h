@@ -12,15 +12,15 @@
 #include "absl/status/statusor.h"
 #include "common/engine/draft_session.h"
 #include "common/engine/ports.h"
-#include "services/drafter/drafter_client.h"
-#include "services/verifier/verifier_client.h"
+#include "services/drafter/drafter_api.h"
+#include "services/verifier/verifier_api.h"
 
 namespace specd::orchestrator {
 
 class RemoteTargetPort final : public engine::TargetPort {
  public:
   // Prefill sends `prefill`, whose session_id names the session. `verifier` must outlive it.
-  RemoteTargetPort(verifier::VerifierClient& verifier, v1::PrefillRequest prefill);
+  RemoteTargetPort(verifier::VerifierApi& verifier, v1::PrefillRequest prefill);
   ~RemoteTargetPort() override;
 
   absl::StatusOr<engine::EmittedTokens> Prefill() override;
@@ -31,7 +31,7 @@ class RemoteTargetPort final : public engine::TargetPort {
   const v1::TensorHandle& context() const { return context_; }
 
  private:
-  verifier::VerifierClient& verifier_;
+  verifier::VerifierApi& verifier_;
   const v1::PrefillRequest prefill_;
   uint64_t generation_ = 0;
   v1::TensorHandle context_;
@@ -40,22 +40,22 @@ class RemoteTargetPort final : public engine::TargetPort {
 class RemoteDraftPort final : public engine::DraftPort {
  public:
   // `drafter` and `target` must outlive it; `options` are resolved.
-  RemoteDraftPort(drafter::DrafterClient& drafter, const RemoteTargetPort& target,
+  RemoteDraftPort(drafter::DrafterApi& drafter, const RemoteTargetPort& target,
                   const engine::DraftOptions& options);
   ~RemoteDraftPort() override;
 
   absl::StatusOr<std::vector<int64_t>> Propose(int64_t anchor, int64_t max_tokens) override;
 
  private:
-  drafter::DrafterClient& drafter_;
+  drafter::DrafterApi& drafter_;
   const RemoteTargetPort& target_;
   const engine::DraftOptions options_;
   bool opened_ = false;  // a Draft was sent, so the drafter may hold a session
 };
 
 // One request's ports on `verifier` and, with `draft` (resolved), `drafter`.
-engine::RequestPorts OpenRemotePorts(verifier::VerifierClient& verifier,
-                                     drafter::DrafterClient* drafter, v1::PrefillRequest prefill,
+engine::RequestPorts OpenRemotePorts(verifier::VerifierApi& verifier, drafter::DrafterApi* drafter,
+                                     v1::PrefillRequest prefill,
                                      const std::optional<engine::DraftOptions>& draft);
 
 }  // namespace specd::orchestrator

@@ -1,12 +1,12 @@
 #pragma once
-// The target verifier over gRPC: the service that exposes any VerifierClient (the handler) on a
-// server, and the VerifierClient that calls such a server through a channel.
+// The target verifier over gRPC: the service that exposes any VerifierApi (the handler) on a
+// server, and the VerifierApi that calls such a server through a channel.
 #include <grpcpp/channel.h>
 
 #include <memory>
 
 #include "absl/time/time.h"
-#include "services/verifier/verifier_client.h"
+#include "services/verifier/verifier_api.h"
 #include "specd/v1/verifier.grpc.pb.h"
 
 namespace specd::verifier {
@@ -14,7 +14,7 @@ namespace specd::verifier {
 class VerifierGrpcService final : public v1::TargetVerifierService::Service {
  public:
   // `handler` must outlive the service.
-  explicit VerifierGrpcService(VerifierClient& handler) : handler_(handler) {}
+  explicit VerifierGrpcService(VerifierApi& handler) : handler_(handler) {}
 
   grpc::Status Prefill(grpc::ServerContext* context, const v1::PrefillRequest* request,
                        v1::PrefillResponse* response) override;
@@ -28,10 +28,10 @@ class VerifierGrpcService final : public v1::TargetVerifierService::Service {
                     v1::TargetVerifierServiceInfoResponse* response) override;
 
  private:
-  VerifierClient& handler_;
+  VerifierApi& handler_;
 };
 
-class GrpcVerifierClient final : public VerifierClient {
+class GrpcVerifierClient final : public VerifierApi {
  public:
   // Each call fails with DEADLINE_EXCEEDED after `timeout`.
   GrpcVerifierClient(const std::shared_ptr<grpc::Channel>& channel, absl::Duration timeout);

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/engine/elapsed.h"
+#include "common/base/clock.h"
 #include "common/engine/stop_criteria.h"
 #include "common/rpc/context_buffer.h"
 #include "common/rpc/proto_duration.h"
@@ -123,7 +123,7 @@ absl::StatusOr<v1::PrefillResponse> VerifierHandler::Prefill(const v1::PrefillRe
 }
 
 absl::StatusOr<v1::PrefillResponse> VerifierHandler::RunPrefill(Session& session) {
-  const engine::Clock::time_point start = engine::Clock::now();
+  const base::Clock::time_point start = base::Clock::now();
   absl::StatusOr<engine::TargetStep> step;
   {
     std::lock_guard compute(compute_mutex_);
@@ -140,7 +140,7 @@ absl::StatusOr<v1::PrefillResponse> VerifierHandler::RunPrefill(Session& session
   }
   response.set_seed(session.target.seed());
   response.set_generation(session.generation);
-  *response.mutable_compute_time() = rpc::ToProtoDuration(engine::Clock::now() - start);
+  *response.mutable_compute_time() = rpc::ToProtoDuration(base::Clock::now() - start);
   return response;
 }
 
@@ -169,7 +169,7 @@ absl::StatusOr<v1::VerifyResponse> VerifierHandler::Verify(const v1::VerifyReque
 
 absl::StatusOr<v1::VerifyResponse> VerifierHandler::RunVerify(Session& session,
                                                               const v1::VerifyRequest& request) {
-  const engine::Clock::time_point start = engine::Clock::now();
+  const base::Clock::time_point start = base::Clock::now();
   const std::vector<int64_t> drafts(request.draft_token_ids().begin(),
                                     request.draft_token_ids().end());
   absl::StatusOr<engine::TargetStep> step;
@@ -193,7 +193,7 @@ absl::StatusOr<v1::VerifyResponse> VerifierHandler::RunVerify(Session& session,
     *response.add_logprobs() = ToProto(logprob);
   }
   response.set_generation(session.generation);
-  *response.mutable_compute_time() = rpc::ToProtoDuration(engine::Clock::now() - start);
+  *response.mutable_compute_time() = rpc::ToProtoDuration(base::Clock::now() - start);
   return response;
 }
 

@@ -15,7 +15,7 @@
 #include "common/metrics/gauge.h"
 #include "common/model/qwen35_model.h"
 #include "common/rpc/session_table.h"
-#include "services/verifier/verifier_client.h"
+#include "services/verifier/verifier_api.h"
 
 namespace specd::verifier {
 
@@ -31,7 +31,7 @@ struct VerifierOptions {
   metrics::Gauge* open_sessions = nullptr;  // optional: follows the number of open sessions
 };
 
-class VerifierHandler final : public VerifierClient {
+class VerifierHandler final : public VerifierApi {
  public:
   // `target` must outlive the handler; options are checked against it.
   static absl::StatusOr<std::unique_ptr<VerifierHandler>> Create(const model::Qwen35Model& target,

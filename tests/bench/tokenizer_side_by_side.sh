@@ -8,7 +8,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="$(cd "${1:-$repo/build}" && pwd)"
 bench="$build/tests/bench/tokenizer_bench"
-specd="$build/services/cli/specd"
+specd="$build/cli/specd/specd"
 tokenizer="$repo/.cache/tokenizer/qwen3/tokenizer.json"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "common/quant/int4_kernel_weight.h"
+#include "common/int4/int4_kernel_weight.h"
 
 namespace specd::model::ops {
 

@@ -15,10 +15,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/io/atomic_file.h"
+#include "common/rpc/random_id.h"
 #include "services/trainer/service/config_check.h"
 #include "services/trainer/service/job_names.h"
 #include "services/trainer/service/job_plan.h"
-#include "common/rpc/random_id.h"
 
 namespace specd::trainer {
 namespace {

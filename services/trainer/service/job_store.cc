@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "nlohmann/json.hpp"
 #include "common/rpc/random_id.h"
+#include "nlohmann/json.hpp"
 
 namespace specd::trainer {
 namespace {

@@ -14,7 +14,7 @@
 #include "common/io/safetensors_file.h"
 #include "common/model/dflash_drafter.h"
 #include "common/model/qwen35_model.h"
-#include "common/model/random_drafter.h"
+#include "common/model/synthetic/random_drafter.h"
 #include "gtest/gtest.h"
 #include "tests/support/paths.h"
 #include "tests/unit/common/model/tensor_matchers.h"

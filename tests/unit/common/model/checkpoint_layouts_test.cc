@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/model/qwen35_model.h"
-#include "common/model/random_checkpoint.h"
+#include "common/model/synthetic/random_checkpoint.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/odd_qwen35_shapes.h"

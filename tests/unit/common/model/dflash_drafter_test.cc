@@ -17,14 +17,14 @@
 #include <utility>
 #include <vector>
 
+#include "common/int4/pack_quantized_io.h"
+#include "common/int4/packed_int4_weight.h"
+#include "common/int4/rtn.h"
 #include "common/io/checkpoint.h"
 #include "common/io/checkpoint_writer.h"
 #include "common/io/json_file.h"
 #include "common/io/safetensors_file.h"
 #include "common/model/qwen35_model.h"
-#include "common/quant/pack_quantized_io.h"
-#include "common/quant/packed_int4_weight.h"
-#include "common/quant/rtn.h"
 #include "gtest/gtest.h"
 #include "tests/support/paths.h"
 #include "tests/support/temp_dir.h"

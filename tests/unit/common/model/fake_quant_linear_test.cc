@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "common/int4/int4_kernel_weight.h"
 #include "common/model/linear.h"
-#include "common/quant/int4_kernel_weight.h"
 #include "gtest/gtest.h"
+#include "tests/unit/common/int4/random_int4_weight.h"
 #include "tests/unit/common/model/tensor_matchers.h"
-#include "tests/unit/common/quant/random_int4_weight.h"
 
 namespace specd::model {
 namespace {

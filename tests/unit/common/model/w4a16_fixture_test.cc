@@ -17,7 +17,7 @@
 #include "common/io/json_file.h"
 #include "common/io/quantization_config.h"
 #include "common/io/safetensors_file.h"
-#include "common/model/quantized_linears.h"
+#include "common/model/quantized_module_matcher.h"
 #include "common/model/qwen35_model.h"
 #include "common/model/weight_reader.h"
 #include "gtest/gtest.h"
@@ -42,7 +42,7 @@ std::filesystem::path FixtureDir() { return specd::testing::SharedDir() / "fixtu
 
 ForwardOptions AllLogits() { return {.logit_rows = LogitRows::kAll, .hidden_states = {}}; }
 
-QuantizedLinears FixtureQuantizedLinears() {
+QuantizedModuleMatcher FixtureQuantizedLinears() {
   absl::StatusOr<nlohmann::json> json = io::ReadJsonFile(FixtureDir() / "config.json");
   EXPECT_TRUE(json.ok()) << json.status();
   if (!json.ok()) return {};
@@ -50,9 +50,9 @@ QuantizedLinears FixtureQuantizedLinears() {
       io::ParseQuantizationConfig(*json, "config.json");
   EXPECT_TRUE(config.ok() && config->has_value()) << config.status();
   if (!config.ok() || !config->has_value()) return {};
-  absl::StatusOr<QuantizedLinears> linears = QuantizedLinears::FromConfig(**config);
+  absl::StatusOr<QuantizedModuleMatcher> linears = QuantizedModuleMatcher::FromConfig(*config);
   EXPECT_TRUE(linears.ok()) << linears.status();
-  return linears.ok() ? *std::move(linears) : QuantizedLinears();
+  return linears.ok() ? *std::move(linears) : QuantizedModuleMatcher();
 }
 
 class W4A16FixtureTest : public testing::FixtureSuite {
@@ -92,7 +92,7 @@ TEST_F(W4A16FixtureTest, GreedyContinuationMatchesTransformers) {
 }
 
 TEST(W4A16LinearsTest, ConfigSelectsEveryLinearButTheIgnoredOnes) {
-  const QuantizedLinears linears = FixtureQuantizedLinears();
+  const QuantizedModuleMatcher linears = FixtureQuantizedLinears();
   EXPECT_TRUE(linears.Contains("model.layers.0.linear_attn.in_proj_qkv"));
   EXPECT_TRUE(linears.Contains("model.layers.3.self_attn.o_proj"));
   EXPECT_TRUE(linears.Contains("model.layers.2.mlp.down_proj"));

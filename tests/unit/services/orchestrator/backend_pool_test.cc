@@ -62,7 +62,7 @@ TEST_F(BackendPoolTest, ARequestGoesToThePairWithTheFewestInFlight) {
     EXPECT_EQ(lease->drafter(), pair.drafter.get());
     ASSERT_TRUE(lease->drafter_info().has_value());
   }
-  verifier::VerifierClient* freed = &first->verifier();
+  verifier::VerifierApi* freed = &first->verifier();
   { BackendPool::Lease done = *std::move(first); }
   absl::StatusOr<BackendPool::Lease> third = pool->Acquire();
   ASSERT_TRUE(third.ok());

@@ -219,7 +219,7 @@ TEST_F(GenerationHandlerTest, StreamedDeltasAddUpToTheUnaryResponse) {
 // The handlers behind real gRPC servers on loopback, reached through the gRPC clients.
 class ServedPair {
  public:
-  ServedPair(verifier::VerifierClient& verifier, drafter::DrafterClient& drafter)
+  ServedPair(verifier::VerifierApi& verifier, drafter::DrafterApi& drafter)
       : verifier_service_(verifier), drafter_service_(drafter) {
     absl::StatusOr<rpc::GrpcServer> verifier_server =
         rpc::StartGrpcServer("127.0.0.1:0", {&verifier_service_}, {}, registry_);

@@ -13,7 +13,7 @@
 
 #include "common/model/ops/op_table.h"
 #include "gtest/gtest.h"
-#include "tests/unit/common/quant/random_int4_weight.h"
+#include "tests/unit/common/int4/random_int4_weight.h"
 
 namespace specd::model::ops {
 namespace {

@@ -9,9 +9,9 @@
 #include "absl/strings/str_format.h"
 #include "common/rpc/status.h"
 #include "gtest/gtest.h"
-#include "services/trainer/train/byte_tokenizer.h"
 #include "tests/support/paths.h"
 #include "tests/support/subprocess.h"
+#include "training/byte_tokenizer.h"
 
 namespace specd::trainer::testing {
 namespace {

@@ -1,0 +1,46 @@
+#include "cli/specctl/client_options.h"
+
+#include <chrono>
+#include <iostream>
+
+#include "common/rpc/grpc_server.h"
+#include "common/rpc/status.h"
+
+namespace specd::specctl {
+namespace {
+
+constexpr double kDefaultTimeoutSeconds = 30;
+
+}  // namespace
+
+void AddClientOptions(CLI::App& app, ClientOptions& options) {
+  app.add_option("--addr", options.address, "the server, HOST:PORT")
+      ->envname("SPECCTL_ADDR")
+      ->capture_default_str();
+  app.add_option("--timeout", options.timeout_seconds,
+                 "deadline of each call in seconds (default 30; none for a followed stream)")
+      ->check(CLI::NonNegativeNumber);
+}
+
+std::shared_ptr<grpc::Channel> Connect(const ClientOptions& options) {
+  return rpc::Connect(options.address);
+}
+
+void SetDeadline(grpc::ClientContext& context, const ClientOptions& options, bool streaming) {
+  double seconds = options.timeout_seconds;
+  if (seconds == 0 && !streaming) seconds = kDefaultTimeoutSeconds;
+  if (seconds == 0) return;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6)));
+}
+
+void ExitOnError(const grpc::Status& status) {
+  if (status.ok()) return;
+  std::cerr << "specctl: " << rpc::StatusCodeName(status.error_code()) << ": "
+            << status.error_message() << "\n";
+  throw CLI::RuntimeError(1);
+}
+
+void ExitOnError(const absl::Status& status) { ExitOnError(rpc::ToGrpcStatus(status)); }
+
+}  // namespace specd::specctl

@@ -1,0 +1,193 @@
+// specd bench decode: prefill and decode speed of the target, the decode step's effective weight
+// bandwidth against a host copy measured in the same run, and the resident memory of its weights.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/specd/commands.h"
+#include "cli/specd/weight_footprint.h"
+#include "common/model/ops/cpu_backend.h"
+#include "common/model/ops/op_table.h"
+#include "common/model/qwen35_model.h"
+#include "common/model/synthetic/qwen35_presets.h"
+#include "kernels/cpu/parallel_copy.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace specd::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+struct DecodeBenchFlags {
+  std::string model;
+  int64_t prompt_length = 128;
+  int64_t tokens = 64;
+  int threads = 0;  // 0: a kernel thread per core
+  std::string kernels = "backend";
+  int64_t copy_mib = 256;
+  uint64_t seed = 0;
+};
+
+// Bytes/s of the best of a few ParallelCopy runs over buffers far larger than the last-level
+// cache: the rate at which DRAM can stream weights to these threads. Counts bytes read, as
+// the weight bandwidth does.
+double HostCopyBandwidth(int64_t mebibytes, int threads) {
+  const auto bytes = static_cast<size_t>(mebibytes) << 20;
+  std::vector<std::byte> source(bytes, std::byte{1});
+  std::vector<std::byte> destination(bytes, std::byte{0});
+  double best = 0;
+  for (int run = 0; run < 5; ++run) {
+    const Clock::time_point start = Clock::now();
+    kernels::cpu::ParallelCopy(destination.data(), source.data(), bytes, threads);
+    best = std::max(best, static_cast<double>(bytes) / SecondsSince(start));
+  }
+  return best;
+}
+
+// Resident memory of this process (/proc/self/status), in bytes: all of it, what is allocated,
+// and the pages of mapped files (the checkpoint) touched so far.
+struct ResidentMemory {
+  int64_t total = 0;
+  int64_t anonymous = 0;
+  int64_t file = 0;
+};
+
+ResidentMemory ReadResidentMemory() {
+  ResidentMemory memory;
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    std::istringstream fields(line);
+    std::string key;
+    int64_t kib = 0;
+    if (!(fields >> key >> kib)) continue;
+    if (key == "VmRSS:") memory.total = kib << 10;
+    if (key == "RssAnon:") memory.anonymous = kib << 10;
+    if (key == "RssFile:") memory.file = kib << 10;
+  }
+  return memory;
+}
+
+// Prints what loading the target added to the resident memory next to what its weights should
+// take (mapped tensors already of the model's dtype are resident only once touched).
+void PrintResidentMemory(const ResidentMemory& before, const WeightFootprint& footprint,
+                         c10::ScalarType dtype) {
+  const ResidentMemory after = ReadResidentMemory();
+  constexpr double kMiB = 1 << 20;
+  std::printf(
+      "resident         %.1f MiB added by loading: %.1f MiB allocated + %.1f MiB of "
+      "mapped checkpoint pages touched\n",
+      static_cast<double>(after.total - before.total) / kMiB,
+      static_cast<double>(after.anonymous - before.anonymous) / kMiB,
+      static_cast<double>(after.file - before.file) / kMiB);
+  std::printf(
+      "expected         %.1f MiB of weights: %.1f MiB INT4 (packed, scales, zero points) + "
+      "%.1f MiB dense (%s; mapped ones resident once touched)\n",
+      footprint.total_bytes() / kMiB, footprint.int4_bytes / kMiB, footprint.dense_bytes / kMiB,
+      c10::toString(dtype));
+}
+
+absl::Status BenchDecode(const DecodeBenchFlags& flags) {
+  if (!model::ops::ConfigureCpuThreads(flags.threads)) {
+    return absl::InternalError("the kernel thread pool started before --threads was applied");
+  }
+  const int threads = kernels::cpu::ThreadPool::Shared().size();
+  if (flags.kernels == "reference") model::ops::UseReferenceOnly(true);
+  const ResidentMemory before_load = ReadResidentMemory();
+  absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(flags.model);
+  if (!target.ok()) return target.status();
+  absl::StatusOr<WeightFootprint> footprint = MeasureWeightFootprint(flags.model, *target);
+  if (!footprint.ok()) return footprint.status();
+  PrintResidentMemory(before_load, *footprint, target->options().dtype);
+  const io::Qwen35TextConfig& config = target->config();
+
+  std::mt19937_64 random(flags.seed);
+  std::uniform_int_distribution<int64_t> token(0, config.vocab_size - 1);
+  std::vector<int64_t> prompt(flags.prompt_length);
+  for (int64_t& id : prompt) id = token(random);
+  absl::StatusOr<model::Qwen35Cache> cache = target->NewCache(flags.prompt_length + flags.tokens);
+  if (!cache.ok()) return cache.status();
+
+  // The first prefill pages the memory-mapped weights in; the second is the one measured.
+  if (absl::StatusOr<model::ForwardOutput> warm = target->Prefill(prompt, *cache); !warm.ok()) {
+    return warm.status();
+  }
+  Clock::time_point start = Clock::now();
+  absl::StatusOr<model::ForwardOutput> prefill = target->Prefill(prompt, *cache);
+  if (!prefill.ok()) return prefill.status();
+  const double prefill_s = SecondsSince(start);
+
+  int64_t next = prefill->logits.select(0, 0).argmax().item<int64_t>();
+  start = Clock::now();
+  for (int64_t step = 0; step < flags.tokens; ++step) {
+    absl::StatusOr<at::Tensor> logits = target->Decode(next, *cache);
+    if (!logits.ok()) return logits.status();
+    next = logits->argmax().item<int64_t>();
+  }
+  const double decode_s = SecondsSince(start) / static_cast<double>(flags.tokens);
+
+  const double step_bytes = footprint->DecodeStepBytes();
+  const double weight_bandwidth = step_bytes / decode_s;
+  const double copy_bandwidth = HostCopyBandwidth(flags.copy_mib, threads);
+
+  const double parameters = static_cast<double>(model::Qwen35ParameterCount(config));
+  std::printf("model            %s (%.3g B parameters, %.0f MiB read per decode step)\n",
+              flags.model.c_str(), parameters / 1e9, step_bytes / (1 << 20));
+  std::printf("threads          %d kernel, %d LibTorch; %s kernels\n", threads,
+              at::get_num_threads(), flags.kernels.c_str());
+  std::printf("prefill          %lld tokens in %.1f ms: %.1f tokens/s\n",
+              static_cast<long long>(flags.prompt_length), prefill_s * 1e3,
+              static_cast<double>(flags.prompt_length) / prefill_s);
+  std::printf("decode           %.2f ms/token over %lld tokens: %.1f tokens/s\n", decode_s * 1e3,
+              static_cast<long long>(flags.tokens), 1 / decode_s);
+  std::printf("weight bandwidth %.2f GB/s\n", weight_bandwidth / 1e9);
+  std::printf("copy bandwidth   %.2f GB/s (ParallelCopy, %lld MiB, %d threads)\n",
+              copy_bandwidth / 1e9, static_cast<long long>(flags.copy_mib), threads);
+  std::printf("ratio            %.0f %% of copy bandwidth\n",
+              100 * weight_bandwidth / copy_bandwidth);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddDecodeBench(CLI::App& bench) {
+  auto flags = std::make_shared<DecodeBenchFlags>();
+  CLI::App* command = bench.add_subcommand(
+      "decode", "Prefill and decode speed, and weight bandwidth against a host copy");
+  command->add_option("--model", flags->model, "Checkpoint directory")->required();
+  command->add_option("--prompt-len", flags->prompt_length, "Random prompt tokens to prefill")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  command->add_option("--tokens", flags->tokens, "Decode steps to time")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--threads", flags->threads,
+                   "Threads of the CPU kernels and of LibTorch (default: one per core)")
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--kernels", flags->kernels,
+                   "backend: the op table's backend for the device; reference: LibTorch ops only")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"backend", "reference"}));
+  command->add_option("--copy-mib", flags->copy_mib, "Size of the copy bandwidth's buffers")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  command->add_option("--seed", flags->seed, "Seed of the random prompt")->capture_default_str();
+  command->callback([command, flags] { RunOrExit(*command, [&] { return BenchDecode(*flags); }); });
+}
+
+}  // namespace specd::cli

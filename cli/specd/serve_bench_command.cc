@@ -1,0 +1,319 @@
+// specd bench serve: what the distributed path costs against the embedded one, and how the
+// served system behaves under load.
+//  1. Per-step overhead: the same greedy requests through the orchestrator on three pairs, run in
+//     alternation: the engine's in-process ports (embedded, what `serve --role all` runs), the
+//     verifier and drafter handlers called in process (proto mapping and shared-memory context
+//     rows, no network), and the handlers behind gRPC servers on loopback (distributed: also
+//     serialization, TCP and thread hops); decode time per Draft → Verify step of each, and each
+//     one's ratio to the embedded one.
+//  2. Concurrency sweep: the distributed stack behind a GenerationService on loopback, c clients
+//     each running requests back to back: requests/s, tokens/s, p50 and p95 end-to-end latency.
+// Prompts are random ids, or with --prompts the user turns of a conversations JSONL (e.g. a
+// pipeline's data/eval-prompts.jsonl) sent as chats, thinking off, as the pipeline evaluates.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cli/specd/commands.h"
+#include "common/metrics/registry.h"
+#include "common/model/dflash_drafter.h"
+#include "common/model/qwen35_model.h"
+#include "common/rpc/grpc_server.h"
+#include "common/text/tokenizer.h"
+#include "nlohmann/json.hpp"
+#include "services/drafter/drafter_grpc.h"
+#include "services/drafter/drafter_handler.h"
+#include "services/orchestrator/generation_grpc.h"
+#include "services/orchestrator/generation_handler.h"
+#include "services/verifier/verifier_grpc.h"
+#include "services/verifier/verifier_handler.h"
+#include "specd/v1/generation.grpc.pb.h"
+
+namespace specd::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct ServeBenchFlags {
+  std::string model;
+  std::string drafter;
+  std::string prompts;    // conversations JSONL; empty: random ids
+  std::string tokenizer;  // for --prompts; default: the model's tokenizer.json
+  int64_t prompt_length = 64;
+  int64_t new_tokens = 64;
+  int64_t requests = 6;  // per measurement of part 1, per client in part 2
+  int64_t rounds = 3;
+  std::vector<int64_t> concurrency = {1, 2, 4, 8, 16};
+};
+
+absl::StatusOr<std::vector<v1::GenerateRequest>> Requests(const ServeBenchFlags& flags,
+                                                          int64_t vocab) {
+  std::vector<v1::GenerateRequest> requests(flags.requests);
+  std::mt19937_64 random(0);
+  std::uniform_int_distribution<int64_t> token(0, vocab - 1);
+  std::ifstream conversations;
+  if (!flags.prompts.empty()) {
+    conversations.open(flags.prompts);
+    if (!conversations) return absl::NotFoundError(absl::StrCat("cannot read ", flags.prompts));
+  }
+  for (v1::GenerateRequest& request : requests) {
+    if (flags.prompts.empty()) {
+      for (int64_t i = 0; i < flags.prompt_length; ++i) {
+        request.mutable_prompt()->mutable_token_ids()->add_ids(
+            static_cast<uint32_t>(token(random)));
+      }
+    } else {
+      std::string line;
+      if (!std::getline(conversations, line)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(flags.prompts, " has fewer than ", flags.requests, " conversations"));
+      }
+      const nlohmann::json conversation = nlohmann::json::parse(line, nullptr, false);
+      if (!conversation.is_object() || !conversation.contains("messages")) {
+        return absl::InvalidArgumentError(absl::StrCat(flags.prompts, ": not a conversation"));
+      }
+      v1::ChatInput& chat = *request.mutable_prompt()->mutable_chat();
+      v1::ChatMessage& user = *chat.add_messages();
+      user.set_role("user");
+      user.set_content(conversation["messages"][0].value("content", ""));
+      chat.set_enable_thinking(false);
+    }
+    request.mutable_sampling()->set_temperature(0);
+    request.mutable_sampling()->set_max_new_tokens(static_cast<uint32_t>(flags.new_tokens));
+    request.mutable_sampling()->set_ignore_eos(true);
+  }
+  return requests;
+}
+
+struct StepCost {
+  double decode_s = 0;
+  int64_t steps = 0;
+  int64_t tokens = 0;
+  int64_t drafts = 0;
+  int64_t accepted = 0;
+};
+
+absl::Status RunRequests(orchestrator::GenerationHandler& handler,
+                         const std::vector<v1::GenerateRequest>& requests, StepCost& cost) {
+  for (const v1::GenerateRequest& request : requests) {
+    absl::StatusOr<v1::GenerateResponse> response = handler.Generate(request, [] { return false; });
+    if (!response.ok()) return response.status();
+    const v1::RequestTiming& timing = response->timing();
+    cost.decode_s += timing.decode_time().seconds() + timing.decode_time().nanos() * 1e-9;
+    cost.steps +=
+        response->acceptance().num_drafts() + response->acceptance().num_target_only_steps();
+    cost.tokens += response->token_ids_size();
+    cost.drafts += response->acceptance().num_drafts();
+    cost.accepted += response->acceptance().num_accepted_tokens();
+  }
+  return absl::OkStatus();
+}
+
+std::shared_ptr<grpc::Channel> Loopback(int port) {
+  return rpc::Connect(absl::StrCat("127.0.0.1:", port));
+}
+
+double Percentile(std::vector<double> values, double fraction) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const auto index = static_cast<size_t>(fraction * static_cast<double>(values.size() - 1) + 0.5);
+  return values[std::min(index, values.size() - 1)];
+}
+
+absl::Status ServeBench(const ServeBenchFlags& flags) {
+  absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(flags.model);
+  if (!target.ok()) return target.status();
+  absl::StatusOr<model::DFlashDrafter> drafter = model::DFlashDrafter::Load(flags.drafter);
+  if (!drafter.ok()) return drafter.status();
+  std::optional<text::Tokenizer> tokenizer;
+  if (!flags.prompts.empty()) {
+    absl::StatusOr<text::Tokenizer> loaded = text::Tokenizer::FromFile(
+        text::Tokenizer::FileFor(flags.model, flags.tokenizer)
+            .value_or(std::filesystem::path(flags.model) / "tokenizer.json"));
+    if (!loaded.ok()) return loaded.status();
+    tokenizer.emplace(*std::move(loaded));
+  }
+  const text::Tokenizer* text_tokenizer = tokenizer.has_value() ? &*tokenizer : nullptr;
+  metrics::Registry registry;
+  const int64_t max_sessions = std::max<int64_t>(64, 2 * flags.concurrency.back());
+  absl::StatusOr<std::unique_ptr<verifier::VerifierHandler>> verifier =
+      verifier::VerifierHandler::Create(*target, {.model_name = flags.model,
+                                                  .quantization = "",
+                                                  .tapped_layer_ids = {},
+                                                  .max_sessions = max_sessions,
+                                                  .max_session_length = 4096,
+                                                  .max_block_size = 16,
+                                                  .session_idle_timeout = absl::Seconds(60),
+                                                  .open_sessions = nullptr});
+  if (!verifier.ok()) return verifier.status();
+  absl::StatusOr<std::unique_ptr<drafter::DrafterHandler>> drafter_handler =
+      drafter::DrafterHandler::Create(*std::move(drafter), target->token_head(), target->config(),
+                                      {.model_name = flags.drafter,
+                                       .quantization = "",
+                                       .default_window = 0,
+                                       .max_sessions = max_sessions,
+                                       .session_idle_timeout = absl::Seconds(60),
+                                       .open_sessions = nullptr});
+  if (!drafter_handler.ok()) return drafter_handler.status();
+
+  const std::shared_ptr<verifier::VerifierHandler> verifier_handler = *std::move(verifier);
+  const std::shared_ptr<drafter::DrafterHandler> drafter_handler_shared =
+      *std::move(drafter_handler);
+  verifier::VerifierGrpcService verifier_service(*verifier_handler);
+  drafter::DrafterGrpcService drafter_service(*drafter_handler_shared);
+  absl::StatusOr<rpc::GrpcServer> verifier_server =
+      rpc::StartGrpcServer("127.0.0.1:0", {&verifier_service}, {}, registry);
+  if (!verifier_server.ok()) return verifier_server.status();
+  absl::StatusOr<rpc::GrpcServer> drafter_server =
+      rpc::StartGrpcServer("127.0.0.1:0", {&drafter_service}, {}, registry);
+  if (!drafter_server.ok()) return drafter_server.status();
+  const std::vector<std::pair<const char*, orchestrator::BackendPair>> pairs = {
+      {"embedded",
+       {.host = "in-process",
+        .verifier = verifier_handler,
+        .drafter = drafter_handler_shared,
+        .in_process =
+            std::make_shared<engine::InProcessPair>(*target, &drafter_handler_shared->drafter())}},
+      {"handlers (shm)",
+       {.host = "handlers", .verifier = verifier_handler, .drafter = drafter_handler_shared}},
+      {"distributed",
+       {.host = "loopback",
+        .verifier = std::make_shared<verifier::GrpcVerifierClient>(Loopback(verifier_server->port),
+                                                                   absl::Seconds(600)),
+        .drafter = std::make_shared<drafter::GrpcDrafterClient>(Loopback(drafter_server->port),
+                                                                absl::Seconds(600))}}};
+  orchestrator::OrchestratorOptions options;
+  options.max_running = flags.concurrency.back();
+  options.max_waiting = flags.concurrency.back();
+  struct Path {
+    const char* name;
+    std::unique_ptr<orchestrator::BackendPool> pool;
+    metrics::Registry metrics;
+    std::unique_ptr<orchestrator::GenerationHandler> handler;
+    StepCost cost;
+  };
+  std::vector<Path> paths(pairs.size());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    Path& path = paths[i];
+    path.name = pairs[i].first;
+    absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> pool =
+        orchestrator::BackendPool::Fixed(pairs[i].second, absl::Seconds(5));
+    if (!pool.ok()) return pool.status();
+    path.pool = *std::move(pool);
+    absl::StatusOr<std::unique_ptr<orchestrator::GenerationHandler>> handler =
+        orchestrator::GenerationHandler::Create(*path.pool, text_tokenizer, path.metrics, options);
+    if (!handler.ok()) return handler.status();
+    path.handler = *std::move(handler);
+  }
+
+  // 1. Per-step overhead, the paths in alternation.
+  absl::StatusOr<std::vector<v1::GenerateRequest>> prepared =
+      Requests(flags, target->config().vocab_size);
+  if (!prepared.ok()) return prepared.status();
+  const std::vector<v1::GenerateRequest>& requests = *prepared;
+  for (int64_t round = 0; round < flags.rounds; ++round) {
+    for (Path& path : paths) {
+      if (absl::Status ran = RunRequests(*path.handler, requests, path.cost); !ran.ok()) return ran;
+    }
+  }
+  std::printf(
+      "## Per-step overhead (%lld requests × %lld rounds, %s prompts, %lld new tokens)\n\n",
+      static_cast<long long>(flags.requests), static_cast<long long>(flags.rounds),
+      (flags.prompts.empty() ? absl::StrCat(flags.prompt_length, "-token random") : "chat").c_str(),
+      static_cast<long long>(flags.new_tokens));
+  std::printf(
+      "| path | ms / step | × embedded | tokens / s (decode) | τ |\n|---|---|---|---|---|\n");
+  const double embedded_step = paths.front().cost.decode_s / paths.front().cost.steps;
+  for (const Path& path : paths) {
+    const StepCost& cost = path.cost;
+    const double step = cost.decode_s / cost.steps;
+    std::printf("| %s | %.3f | %.3f | %.1f | %.2f |\n", path.name, 1e3 * step, step / embedded_step,
+                cost.tokens / cost.decode_s,
+                cost.drafts == 0 ? 0.0 : 1 + static_cast<double>(cost.accepted) / cost.drafts);
+  }
+  std::printf("\n");
+
+  // 2. Concurrency sweep through the public API on loopback.
+  orchestrator::GenerationGrpcService generation_service(*paths.back().handler);
+  absl::StatusOr<rpc::GrpcServer> generation_server =
+      rpc::StartGrpcServer("127.0.0.1:0", {&generation_service}, {}, registry);
+  if (!generation_server.ok()) return generation_server.status();
+  std::printf("## Concurrency sweep (distributed, %lld requests per client)\n\n",
+              static_cast<long long>(flags.requests));
+  std::printf(
+      "| clients | requests / s | tokens / s | p50 latency (s) | p95 latency (s) | errors "
+      "|\n|---|---|---|---|---|---|\n");
+  for (const int64_t clients : flags.concurrency) {
+    std::vector<std::vector<double>> latencies(clients);
+    std::vector<int64_t> errors(clients, 0);
+    const Clock::time_point start = Clock::now();
+    std::vector<std::thread> threads;
+    for (int64_t client = 0; client < clients; ++client) {
+      threads.emplace_back([&, client] {
+        auto stub = v1::GenerationService::NewStub(Loopback(generation_server->port));
+        for (const v1::GenerateRequest& request : requests) {
+          grpc::ClientContext context;
+          v1::GenerateResponse response;
+          const Clock::time_point sent = Clock::now();
+          if (stub->Generate(&context, request, &response).ok()) {
+            latencies[client].push_back(std::chrono::duration<double>(Clock::now() - sent).count());
+          } else {
+            ++errors[client];
+          }
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    std::vector<double> all;
+    int64_t failed = 0;
+    for (int64_t client = 0; client < clients; ++client) {
+      all.insert(all.end(), latencies[client].begin(), latencies[client].end());
+      failed += errors[client];
+    }
+    std::printf("| %lld | %.2f | %.1f | %.3f | %.3f | %lld |\n", static_cast<long long>(clients),
+                all.size() / seconds, all.size() * flags.new_tokens / seconds, Percentile(all, 0.5),
+                Percentile(all, 0.95), static_cast<long long>(failed));
+    std::fflush(stdout);
+  }
+  generation_server->server->Shutdown();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddServeBench(CLI::App& bench) {
+  auto flags = std::make_shared<ServeBenchFlags>();
+  CLI::App* command = bench.add_subcommand(
+      "serve", "embedded vs distributed per-step overhead, and a concurrency sweep");
+  command->add_option("--model", flags->model, "the target checkpoint")->required();
+  command->add_option("--drafter", flags->drafter, "the DFlash drafter")->required();
+  command->add_option("--prompts", flags->prompts,
+                      "conversations JSONL whose user turns are the prompts (default: random ids)");
+  command->add_option("--tokenizer", flags->tokenizer,
+                      "tokenizer.json for --prompts (default: the model's)");
+  command->add_option("--prompt-len", flags->prompt_length, "random prompt tokens")
+      ->capture_default_str();
+  command->add_option("--new-tokens", flags->new_tokens, "new tokens per request")
+      ->capture_default_str();
+  command
+      ->add_option("--requests", flags->requests,
+                   "requests per measurement (part 1) and per client (part 2)")
+      ->capture_default_str();
+  command->add_option("--rounds", flags->rounds, "alternating rounds of part 1")
+      ->capture_default_str();
+  command->add_option("--concurrency", flags->concurrency, "client counts of the sweep")
+      ->delimiter(',');
+  command->callback([command, flags] { RunOrExit(*command, [&] { return ServeBench(*flags); }); });
+}
+
+}  // namespace specd::cli

@@ -1,0 +1,498 @@
+// `specd serve --role verifier|drafter|orchestrator|trainer|all`: one process of the serving
+// system. Each role is a handler library behind its gRPC service; `all` is the embedded default,
+// the verifier, drafter and orchestrator handlers in one process, the orchestrator's requests
+// running on the engine's in-process ports (no shared memory; the other two services answer
+// outside callers). Every role serves grpc.health.v1 and reflection, and /metrics on
+// --metrics-port; SIGTERM or SIGINT drains it (--shutdown-timeout) and stops it.
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "cli/specd/commands.h"
+#include "common/io/qwen35_checkpoint_config.h"
+#include "common/metrics/http_endpoint.h"
+#include "common/model/dflash_drafter.h"
+#include "common/model/qwen35_model.h"
+#include "common/model/token_head.h"
+#include "common/rpc/grpc_server.h"
+#include "common/rpc/resolve_hosts.h"
+#include "common/rpc/shared_memory_region.h"
+#include "common/text/tokenizer.h"
+#include "nlohmann/json.hpp"
+#include "services/drafter/drafter_grpc.h"
+#include "services/drafter/drafter_handler.h"
+#include "services/orchestrator/generation_grpc.h"
+#include "services/orchestrator/generation_handler.h"
+#include "services/trainer/service/trainer_server.h"
+#include "services/verifier/verifier_grpc.h"
+#include "services/verifier/verifier_handler.h"
+
+namespace specd::cli {
+namespace {
+
+struct ServeFlags {
+  std::string role;
+  std::string host = "0.0.0.0";
+  int port = 50051;
+  int metrics_port = -1;  // none
+  double shutdown_timeout_s = 10;
+  // verifier
+  std::string model;
+  std::vector<int64_t> tap_layers;
+  int64_t max_sessions = 64;
+  int64_t max_session_length = 4096;
+  int64_t max_block_size = 16;
+  double session_idle_timeout_s = 60;
+  // drafter
+  std::string drafter;
+  std::string target;
+  int64_t window = 0;
+  // orchestrator
+  std::string verifier_addr;
+  std::string drafter_addr;
+  std::string pairs;
+  int verifier_port = 50051;
+  int drafter_port = 50052;
+  double pairs_refresh_s = 10;
+  std::string tokenizer;
+  std::string model_name = "specd";
+  int64_t max_running = 8;
+  int64_t max_waiting = 64;
+  int64_t block_size = 0;
+  double call_timeout_s = 60;
+  // trainer
+  std::string work_root = "runs/trainer";
+  int max_running_jobs = 1;
+  int64_t regime_medium_from = engine::RegimeThresholds().medium_from;
+  int64_t regime_long_from = engine::RegimeThresholds().long_from;
+};
+
+// A byte per SIGTERM/SIGINT; the main thread waits on the other end. (A handler rather than
+// sigwait: threads LibTorch or gRPC started before the mask was set would still take signals.)
+int stop_pipe[2] = {-1, -1};
+
+void OnStopSignal(int) {
+  const char byte = 1;
+  (void)!write(stop_pipe[1], &byte, 1);
+}
+
+absl::Status InstallStopHandler() {
+  if (pipe(stop_pipe) != 0) return absl::InternalError("cannot create the signal pipe");
+  struct sigaction action = {};
+  action.sa_handler = OnStopSignal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+  return absl::OkStatus();
+}
+
+void WaitForStopSignal() {
+  char byte = 0;
+  while (read(stop_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+  }
+}
+
+// True when a stop signal comes within `timeout`.
+bool StopSignalWithin(absl::Duration timeout) {
+  pollfd fd = {.fd = stop_pipe[0], .events = POLLIN, .revents = 0};
+  return poll(&fd, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout))) > 0;
+}
+
+// "w4a16" when the checkpoint's config.json carries a quantization_config, else "dense".
+std::string QuantizationOf(const std::filesystem::path& dir) {
+  std::ifstream file(dir / "config.json");
+  const nlohmann::json config = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+  return config.is_object() && config.contains("quantization_config") ? "w4a16" : "dense";
+}
+
+absl::Duration Seconds(double seconds) { return absl::Milliseconds(seconds * 1000); }
+
+// What one process serves and everything its services need alive while it does.
+struct Role {
+  std::optional<model::Qwen35Model> target;
+  std::optional<text::Tokenizer> tokenizer;
+  std::shared_ptr<verifier::VerifierHandler> verifier;
+  std::shared_ptr<drafter::DrafterHandler> drafter;
+  std::unique_ptr<orchestrator::BackendPool>
+      backends;  // the orchestrator's verifier + drafter pairs
+  std::unique_ptr<orchestrator::GenerationHandler> generation;
+  std::unique_ptr<trainer::TrainerServer> trainer;
+  std::vector<std::unique_ptr<grpc::Service>> services;
+  std::vector<std::string> health_names;
+};
+
+absl::Status RequireFlags(const std::vector<std::pair<const char*, const std::string*>>& flags,
+                          const std::string& role) {
+  for (const auto& [name, value] : flags) {
+    if (value->empty())
+      return absl::InvalidArgumentError(absl::StrCat("--role ", role, " needs ", name));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AddVerifier(const ServeFlags& flags, metrics::Registry& registry, Role& role) {
+  absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(flags.model);
+  if (!target.ok()) return target.status();
+  role.target.emplace(*std::move(target));
+  absl::StatusOr<std::unique_ptr<verifier::VerifierHandler>> handler =
+      verifier::VerifierHandler::Create(
+          *role.target,
+          {.model_name = flags.model,
+           .quantization = QuantizationOf(flags.model),
+           .tapped_layer_ids = flags.tap_layers,
+           .max_sessions = flags.max_sessions,
+           .max_session_length = flags.max_session_length,
+           .max_block_size = flags.max_block_size,
+           .session_idle_timeout = Seconds(flags.session_idle_timeout_s),
+           .open_sessions =
+               &registry.AddGauge("specd_verifier_open_sessions", "Verifier sessions open now.")
+                    .Get()});
+  if (!handler.ok()) return handler.status();
+  role.verifier = *std::move(handler);
+  role.services.push_back(std::make_unique<verifier::VerifierGrpcService>(*role.verifier));
+  role.health_names.push_back("specd.v1.TargetVerifierService");
+  return absl::OkStatus();
+}
+
+// The drafter drafts through the target's embedding and head: in process, the verifier's own
+// tensors; on its own, the two tensors read from the target checkpoint.
+absl::Status AddDrafter(const ServeFlags& flags, const std::string& target_dir,
+                        metrics::Registry& registry, Role& role) {
+  absl::StatusOr<model::DFlashDrafter> drafter = model::DFlashDrafter::Load(flags.drafter);
+  if (!drafter.ok()) return drafter.status();
+  absl::StatusOr<io::Qwen35CheckpointConfig> target_config =
+      io::ReadQwen35CheckpointConfig(target_dir);
+  if (!target_config.ok()) return target_config.status();
+  absl::StatusOr<model::TokenHead> head =
+      role.target.has_value() ? role.target->token_head() : model::TokenHead::Load(target_dir);
+  if (!head.ok()) return head.status();
+  absl::StatusOr<std::unique_ptr<drafter::DrafterHandler>> handler =
+      drafter::DrafterHandler::Create(
+          *std::move(drafter), *std::move(head), target_config->text,
+          {.model_name = flags.drafter,
+           .quantization = QuantizationOf(flags.drafter),
+           .default_window = flags.window,
+           .max_sessions = flags.max_sessions,
+           .session_idle_timeout = Seconds(flags.session_idle_timeout_s),
+           .open_sessions =
+               &registry.AddGauge("specd_drafter_open_sessions", "Drafter sessions open now.")
+                    .Get()});
+  if (!handler.ok()) return handler.status();
+  role.drafter = *std::move(handler);
+  role.services.push_back(std::make_unique<drafter::DrafterGrpcService>(*role.drafter));
+  role.health_names.push_back("specd.v1.DrafterService");
+  return absl::OkStatus();
+}
+
+// The clients of a pair named `host`: its verifier at `verifier_addr`, its drafter at
+// `drafter_addr` (none: target-only).
+orchestrator::BackendPair ConnectPair(const std::string& host, const std::string& verifier_addr,
+                                      const std::string& drafter_addr, absl::Duration timeout) {
+  return orchestrator::BackendPair{
+      .host = host,
+      .verifier =
+          std::make_shared<verifier::GrpcVerifierClient>(rpc::Connect(verifier_addr), timeout),
+      .drafter = drafter_addr.empty() ? nullptr
+                                      : std::make_shared<drafter::GrpcDrafterClient>(
+                                            rpc::Connect(drafter_addr), timeout)};
+}
+
+// The orchestrator's pairs from its flags: --pairs hosts (discovered), or the one verifier (and
+// drafter) at --verifier-addr (--drafter-addr), asked for now and every --pairs-refresh seconds:
+// the order an init system or a compose file starts the processes in does not matter.
+std::unique_ptr<orchestrator::BackendPool> RemotePairs(const ServeFlags& flags) {
+  const absl::Duration timeout = Seconds(flags.call_timeout_s);
+  orchestrator::BackendPool::Discover discover;
+  orchestrator::BackendPool::Connect connect;
+  if (flags.pairs.empty()) {
+    discover = [host = flags.verifier_addr]() -> absl::StatusOr<std::vector<std::string>> {
+      return std::vector<std::string>{host};
+    };
+    connect = [drafter_addr = flags.drafter_addr, timeout](const std::string& host) {
+      return ConnectPair(host, host, drafter_addr, timeout);
+    };
+  } else {
+    if (flags.pairs.starts_with("dns:")) {
+      discover = [name = flags.pairs.substr(4)] { return rpc::ResolveHosts(name); };
+    } else {
+      const std::vector<std::string> hosts = absl::StrSplit(flags.pairs, ',', absl::SkipEmpty());
+      discover = [hosts]() -> absl::StatusOr<std::vector<std::string>> { return hosts; };
+    }
+    connect = [verifier_port = flags.verifier_port, drafter_port = flags.drafter_port,
+               timeout](const std::string& host) {
+      return ConnectPair(host, absl::StrCat(host, ":", verifier_port),
+                         drafter_port == 0 ? "" : absl::StrCat(host, ":", drafter_port), timeout);
+    };
+  }
+  std::unique_ptr<orchestrator::BackendPool> pool = orchestrator::BackendPool::Discovered(
+      std::move(discover), connect, /*drafter_retry=*/absl::Seconds(5));
+  if (absl::Status refreshed = pool->Refresh(); !refreshed.ok()) {
+    std::cerr << "specd serve: " << refreshed.message() << "\n";
+  }
+  pool->RefreshEvery(Seconds(flags.pairs_refresh_s));
+  return pool;
+}
+
+// Pairs load their checkpoints for minutes: waits for the first to join `pool` (which asks for
+// them on its own thread) while health reports NOT_SERVING, so a startup probe covers the wait.
+absl::Status WaitForFirstPair(const ServeFlags& flags, const orchestrator::BackendPool& pool,
+                              grpc::Server& server) {
+  std::cerr << "specd serve: waiting for a target verifier at "
+            << (flags.pairs.empty() ? flags.verifier_addr : flags.pairs) << std::endl;
+  while (!pool.target().has_value()) {
+    if (StopSignalWithin(absl::Milliseconds(100))) {
+      return absl::CancelledError("stopped before any target verifier answered");
+    }
+  }
+  rpc::SetServing(server, true);
+  std::cerr << "specd serve: a target verifier joined" << std::endl;
+  return absl::OkStatus();
+}
+
+absl::Status AddOrchestrator(const ServeFlags& flags, const std::string& tokenizer_path,
+                             metrics::Registry& registry, Role& role) {
+  if (!tokenizer_path.empty()) {
+    absl::StatusOr<text::Tokenizer> tokenizer = text::Tokenizer::FromFile(tokenizer_path);
+    if (!tokenizer.ok()) return tokenizer.status();
+    role.tokenizer.emplace(*std::move(tokenizer));
+  }
+  absl::StatusOr<std::unique_ptr<orchestrator::GenerationHandler>> handler =
+      orchestrator::GenerationHandler::Create(
+          *role.backends, role.tokenizer.has_value() ? &*role.tokenizer : nullptr, registry,
+          {.model_name = flags.model_name,
+           .target_model = flags.role == "all"   ? flags.model
+                           : flags.pairs.empty() ? flags.verifier_addr
+                                                 : flags.pairs,
+           .drafter_model = flags.role == "all"   ? flags.drafter
+                            : flags.pairs.empty() ? flags.drafter_addr
+                                                  : flags.pairs,
+           .regimes = {.medium_from = flags.regime_medium_from,
+                       .long_from = flags.regime_long_from},
+           .max_running = flags.max_running,
+           .max_waiting = flags.max_waiting,
+           .max_stop_strings = 16,
+           .default_block_size = flags.block_size,
+           .default_draft_window = flags.window,
+           .chat_flavor = text::ChatFlavor::kQwen3_5});
+  if (!handler.ok()) return handler.status();
+  role.generation = *std::move(handler);
+  role.services.push_back(std::make_unique<orchestrator::GenerationGrpcService>(*role.generation));
+  role.health_names.push_back("specd.v1.GenerationService");
+  return absl::OkStatus();
+}
+
+absl::Status BuildRole(const ServeFlags& flags, metrics::Registry& registry, Role& role) {
+  const std::string& name = flags.role;
+  if (name == "verifier") {
+    if (absl::Status ok = RequireFlags({{"--model", &flags.model}}, name); !ok.ok()) return ok;
+    return AddVerifier(flags, registry, role);
+  }
+  if (name == "drafter") {
+    if (absl::Status ok =
+            RequireFlags({{"--drafter", &flags.drafter}, {"--target", &flags.target}}, name);
+        !ok.ok()) {
+      return ok;
+    }
+    return AddDrafter(flags, flags.target, registry, role);
+  }
+  if (name == "orchestrator") {
+    if (flags.verifier_addr.empty() == flags.pairs.empty()) {
+      return absl::InvalidArgumentError(
+          "--role orchestrator needs either --verifier-addr (one pair) or --pairs");
+    }
+    role.backends = RemotePairs(flags);
+    return AddOrchestrator(flags, flags.tokenizer, registry, role);
+  }
+  if (name == "trainer") {
+    absl::StatusOr<std::unique_ptr<trainer::TrainerServer>> trainer =
+        trainer::TrainerServer::Create(
+            {.work_root = flags.work_root,
+             .specd_binary = std::filesystem::read_symlink("/proc/self/exe"),
+             .max_running_jobs = flags.max_running_jobs,
+             .cancel_grace = absl::Seconds(10)},
+            registry);
+    if (!trainer.ok()) return trainer.status();
+    role.trainer = *std::move(trainer);
+    role.health_names.push_back("specd.v1.TrainerService");
+    return absl::OkStatus();
+  }
+  if (name == "all") {
+    if (absl::Status ok = RequireFlags({{"--model", &flags.model}}, name); !ok.ok()) return ok;
+    if (absl::Status ok = AddVerifier(flags, registry, role); !ok.ok()) return ok;
+    if (!flags.drafter.empty()) {
+      if (absl::Status ok = AddDrafter(flags, flags.model, registry, role); !ok.ok()) return ok;
+    }
+    const std::string tokenizer =
+        text::Tokenizer::FileFor(flags.model, flags.tokenizer).value_or("").string();
+    absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> pair =
+        orchestrator::BackendPool::Fixed(
+            {.host = "in-process",
+             .verifier = role.verifier,
+             .drafter = role.drafter,
+             .in_process = std::make_shared<engine::InProcessPair>(
+                 *role.target, role.drafter == nullptr ? nullptr : &role.drafter->drafter())},
+            absl::Seconds(5));
+    if (!pair.ok()) return pair.status();
+    role.backends = *std::move(pair);
+    return AddOrchestrator(flags, tokenizer, registry, role);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--role ", name, " is not one of verifier, drafter, orchestrator, trainer, all"));
+}
+
+absl::Status Serve(const ServeFlags& flags) {
+  if (absl::Status installed = InstallStopHandler(); !installed.ok()) return installed;
+  // Before any thread starts: whatever ends this process, its shared memory goes with it.
+  if (absl::Status reaper = rpc::StartSharedMemoryReaper(); !reaper.ok()) return reaper;
+  metrics::Registry registry;
+  Role role;
+  if (absl::Status built = BuildRole(flags, registry, role); !built.ok()) return built;
+  std::unique_ptr<metrics::MetricsEndpoint> endpoint;
+  if (flags.metrics_port >= 0) {
+    absl::StatusOr<std::unique_ptr<metrics::MetricsEndpoint>> started =
+        metrics::MetricsEndpoint::Start(registry, flags.host, flags.metrics_port);
+    if (!started.ok()) return started.status();
+    endpoint = *std::move(started);
+  }
+  std::vector<grpc::Service*> services;
+  for (const auto& service : role.services) services.push_back(service.get());
+  if (role.trainer != nullptr) services.push_back(role.trainer->service());
+  // Remote pairs have yet to join: the services listen, reporting NOT_SERVING until one does.
+  const bool waiting = role.backends != nullptr && !role.backends->target().has_value();
+  absl::StatusOr<rpc::GrpcServer> server =
+      rpc::StartGrpcServer(absl::StrCat(flags.host, ":", flags.port), services, role.health_names,
+                           registry, /*serving=*/!waiting);
+  if (!server.ok()) return server.status();
+  std::cerr << "specd serve: " << flags.role << " serving "
+            << absl::StrJoin(role.health_names, ", ") << " on " << flags.host << ":"
+            << server->port;
+  if (endpoint != nullptr) std::cerr << ", metrics on :" << endpoint->port() << "/metrics";
+  std::cerr << std::endl;
+  if (waiting) {
+    if (absl::Status joined = WaitForFirstPair(flags, *role.backends, *server->server);
+        !joined.ok()) {
+      return joined;
+    }
+  }
+
+  WaitForStopSignal();
+  std::cerr << "specd serve: draining (up to " << flags.shutdown_timeout_s << " s)" << std::endl;
+  const absl::Duration drain = Seconds(flags.shutdown_timeout_s);
+  rpc::SetServing(*server->server, false);
+  if (role.generation != nullptr) role.generation->Shutdown(drain);
+  if (role.trainer != nullptr) role.trainer->Shutdown();  // jobs resume at the next start
+  server->server->Shutdown(absl::ToChronoTime(absl::Now() + drain));
+  std::cerr << "specd serve: stopped" << std::endl;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddServeCommand(CLI::App& app) {
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* serve = app.add_subcommand("serve", "serve one role of specd over gRPC");
+  serve->add_option("--role", flags->role, "verifier, drafter, orchestrator, trainer or all")
+      ->required();
+  serve->add_option("--host", flags->host, "address to listen on")->capture_default_str();
+  serve->add_option("--port", flags->port, "gRPC port (0: any free one)")->capture_default_str();
+  serve->add_option("--metrics-port", flags->metrics_port,
+                    "Prometheus /metrics port (0: any free one; default: none)");
+  serve
+      ->add_option("--shutdown-timeout", flags->shutdown_timeout_s,
+                   "seconds a SIGTERM lets running requests finish")
+      ->capture_default_str();
+  serve->add_option("--model", flags->model, "verifier, all: the target checkpoint directory");
+  serve
+      ->add_option("--tap-layers", flags->tap_layers,
+                   "verifier: layers tapped when a Prefill names none")
+      ->delimiter(',');
+  serve->add_option("--max-sessions", flags->max_sessions, "verifier, drafter: open sessions")
+      ->capture_default_str();
+  serve
+      ->add_option("--max-session-length", flags->max_session_length,
+                   "verifier: longest session (prompt + new tokens)")
+      ->capture_default_str();
+  serve->add_option("--max-block-size", flags->max_block_size, "verifier: longest verify block")
+      ->capture_default_str();
+  serve
+      ->add_option("--session-idle-timeout", flags->session_idle_timeout_s,
+                   "verifier, drafter: seconds before an untouched session is dropped")
+      ->capture_default_str();
+  serve->add_option("--drafter", flags->drafter, "drafter, all: the DFlash drafter directory");
+  serve->add_option("--target", flags->target,
+                    "drafter: the target checkpoint (only its embedding and head are read)");
+  serve
+      ->add_option("--window", flags->window,
+                   "drafter, orchestrator, all: default draft attention window (0: full)")
+      ->capture_default_str();
+  serve->add_option("--verifier-addr", flags->verifier_addr,
+                    "orchestrator: HOST:PORT (waited for, asked again every --pairs-refresh s)");
+  serve->add_option("--drafter-addr", flags->drafter_addr,
+                    "orchestrator: HOST:PORT (none: target-only)");
+  serve->add_option("--pairs", flags->pairs,
+                    "orchestrator: verifier + drafter hosts instead of --verifier-addr: "
+                    "dns:NAME (every address of NAME, e.g. a headless Service) or HOST,HOST…");
+  serve
+      ->add_option("--verifier-port", flags->verifier_port,
+                   "orchestrator: the verifiers' port on --pairs hosts")
+      ->capture_default_str();
+  serve
+      ->add_option("--drafter-port", flags->drafter_port,
+                   "orchestrator: the drafters' port on --pairs hosts (0: target-only)")
+      ->capture_default_str();
+  serve
+      ->add_option("--pairs-refresh", flags->pairs_refresh_s,
+                   "orchestrator: seconds between looks for --pairs hosts (or --verifier-addr) "
+                   "joining or leaving")
+      ->capture_default_str();
+  serve->add_option("--tokenizer", flags->tokenizer,
+                    "orchestrator, all: tokenizer.json for text prompts (all: default the "
+                    "model's own)");
+  serve->add_option("--model-name", flags->model_name, "orchestrator, all: the `model` label")
+      ->capture_default_str();
+  serve
+      ->add_option("--max-running", flags->max_running,
+                   "orchestrator, all: requests generating at once")
+      ->capture_default_str();
+  serve
+      ->add_option("--max-waiting", flags->max_waiting,
+                   "orchestrator, all: requests queued beyond those (then RESOURCE_EXHAUSTED)")
+      ->capture_default_str();
+  serve
+      ->add_option("--block-size", flags->block_size,
+                   "orchestrator, all: default draft block (0: the drafter's)")
+      ->capture_default_str();
+  serve
+      ->add_option("--call-timeout", flags->call_timeout_s,
+                   "orchestrator: seconds before a verifier or drafter call fails")
+      ->capture_default_str();
+  serve
+      ->add_option("--regime-medium-from", flags->regime_medium_from,
+                   "orchestrator, all: shortest prompt (tokens) of the medium regime")
+      ->capture_default_str();
+  serve
+      ->add_option("--regime-long-from", flags->regime_long_from,
+                   "orchestrator, all: shortest prompt (tokens) of the long regime")
+      ->capture_default_str();
+  serve
+      ->add_option("--work-root", flags->work_root,
+                   "trainer: the jobs database and the jobs' default output directories")
+      ->capture_default_str();
+  serve->add_option("--max-running-jobs", flags->max_running_jobs, "trainer: jobs run at once")
+      ->capture_default_str();
+  serve->callback([serve, flags] { RunOrExit(*serve, [&] { return Serve(*flags); }); });
+}
+
+}  // namespace specd::cli

@@ -1,0 +1,35 @@
+#include "cli/specd/weight_footprint.h"
+
+#include "common/io/checkpoint.h"
+
+namespace specd::cli {
+
+absl::StatusOr<WeightFootprint> MeasureWeightFootprint(const std::string& dir,
+                                                       const model::Qwen35Model& target) {
+  absl::StatusOr<io::Checkpoint> checkpoint = io::Checkpoint::Open(dir);
+  if (!checkpoint.ok()) return checkpoint.status();
+  const io::Qwen35TextConfig& config = target.config();
+  WeightFootprint footprint{.int4_bytes = 0,
+                            .dense_bytes = 0,
+                            .embedding_bytes = 0,
+                            .tied_head = config.tie_word_embeddings};
+  const auto dense_element = static_cast<double>(c10::elementSize(target.options().dtype));
+  for (const io::TensorView& tensor : checkpoint->tensors()) {
+    const std::string& name = tensor.name;
+    if (!name.starts_with(config.tensor_prefix) && !name.starts_with("lm_head.")) continue;
+    const auto elements = static_cast<double>(tensor.NumElements());
+    if (name.ends_with(".weight_packed") || name.ends_with(".weight_scale") ||
+        name.ends_with(".weight_g_idx")) {
+      footprint.int4_bytes += 4 * elements;
+    } else if (name.ends_with(".weight_zero_point")) {
+      footprint.int4_bytes += 8 * elements;  // eight rows to an int32 word, a byte each unpacked
+    } else if (!name.ends_with(".weight_shape")) {
+      footprint.dense_bytes += elements * dense_element;
+      if (name.ends_with("embed_tokens.weight"))
+        footprint.embedding_bytes += elements * dense_element;
+    }
+  }
+  return footprint;
+}
+
+}  // namespace specd::cli

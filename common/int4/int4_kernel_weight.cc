@@ -1,0 +1,105 @@
+#include "common/int4/int4_kernel_weight.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+
+namespace specd::quant {
+
+absl::StatusOr<Int4KernelWeight> Int4KernelWeight::Prepare(const PackedInt4Weight& weight) {
+  const Int4Grid& grid = weight.grid;
+  if (grid.cols % kInt4PerWord != 0 || grid.group_size % kInt4PerWord != 0) {
+    return absl::UnimplementedError(absl::StrCat("the CPU INT4 kernel needs K (", grid.cols,
+                                                 ") and the group size (", grid.group_size,
+                                                 ") to be multiples of 8"));
+  }
+  Int4KernelWeight prepared;
+  prepared.rows_ = grid.rows;
+  prepared.cols_ = grid.cols;
+  prepared.group_size_ = grid.group_size;
+  prepared.scales_ = grid.scales;
+  prepared.zero_points_ = grid.zero_points;
+  if (grid.group_index.empty()) {
+    prepared.packed_ = weight.packed;
+    return prepared;
+  }
+
+  std::vector<int32_t> order(grid.cols);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return grid.group_index[a] < grid.group_index[b]; });
+  for (int64_t j = 0; j < grid.cols; ++j) {
+    if (grid.group_index[order[j]] != j / grid.group_size) {
+      return absl::UnimplementedError(
+          absl::StrCat("the CPU INT4 kernel needs every act-order group to hold ", grid.group_size,
+                       " columns; group ", j / grid.group_size, " does not"));
+    }
+  }
+  const std::vector<int8_t> codes = UnpackInt4(weight);
+  std::vector<int8_t> codes_in_group_order(codes.size());
+  for (int64_t row = 0; row < grid.rows; ++row) {
+    for (int64_t j = 0; j < grid.cols; ++j) {
+      codes_in_group_order[row * grid.cols + j] = codes[row * grid.cols + order[j]];
+    }
+  }
+  Int4Grid contiguous_groups = grid;
+  contiguous_groups.group_index.clear();
+  absl::StatusOr<PackedInt4Weight> repacked =
+      PackInt4(std::move(contiguous_groups), codes_in_group_order);
+  if (!repacked.ok()) return repacked.status();
+  prepared.packed_ = std::move(repacked->packed);
+  prepared.input_order_ = std::move(order);
+  return prepared;
+}
+
+void Int4KernelWeight::Multiply(const float* x, int64_t batch, float* y,
+                                kernels::cpu::ThreadPool& pool,
+                                kernels::cpu::Int4GemmIsa isa) const {
+  if (input_order_.empty()) {
+    kernels::cpu::W4A16Gemm(x, batch, Matrix(), y, pool, isa);
+    return;
+  }
+  // Act-order weights only: x in the group order the packed columns were sorted into.
+  std::vector<float> gathered(batch * cols_);
+  for (int64_t m = 0; m < batch; ++m) {
+    for (int64_t j = 0; j < cols_; ++j) gathered[m * cols_ + j] = x[m * cols_ + input_order_[j]];
+  }
+  kernels::cpu::W4A16Gemm(gathered.data(), batch, Matrix(), y, pool, isa);
+}
+
+std::vector<float> Int4KernelWeight::Dequantize() const {
+  // The packed words are a plain (group-contiguous) pack-quantized weight in kernel column order.
+  const std::vector<float> in_kernel_order =
+      quant::Dequantize({.grid = {.rows = rows_,
+                                  .cols = cols_,
+                                  .group_size = group_size_,
+                                  .scales = scales_,
+                                  .scale_dtype = io::DType::kF32,
+                                  .zero_points = zero_points_,
+                                  .group_index = {}},
+                         .packed = packed_});
+  if (input_order_.empty()) return in_kernel_order;
+  std::vector<float> dense(in_kernel_order.size());
+  for (int64_t row = 0; row < rows_; ++row) {
+    for (int64_t j = 0; j < cols_; ++j) {
+      dense[row * cols_ + input_order_[j]] = in_kernel_order[row * cols_ + j];
+    }
+  }
+  return dense;
+}
+
+int64_t Int4KernelWeight::ByteSize() const {
+  return packed_.size() * sizeof(int32_t) + scales_.size() * sizeof(float) + zero_points_.size();
+}
+
+kernels::cpu::Int4Matrix Int4KernelWeight::Matrix() const {
+  return {.packed = packed_.data(),
+          .scales = scales_.data(),
+          .zero_points = zero_points_.empty() ? nullptr : zero_points_.data(),
+          .rows = rows_,
+          .cols = cols_,
+          .group_size = group_size_};
+}
+
+}  // namespace specd::quant

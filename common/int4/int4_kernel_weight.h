@@ -1,0 +1,51 @@
+#pragma once
+// A PackedInt4Weight laid out for the fused CPU kernel (kernels/cpu/w4a16_gemm.h): the packed
+// words keep the checkpoint's nibble order, scales are float32, zero points int8 per group.
+// An act-order weight (group_index) is repacked once, at load, with its columns sorted by
+// group, so that every group is a contiguous run of group_size columns; each call then gathers
+// the activations into the same order (K values per row against N·K weights).
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/int4/packed_int4_weight.h"
+#include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/w4a16_gemm.h"
+
+namespace specd::quant {
+
+class Int4KernelWeight {
+ public:
+  // Needs cols and group_size to be multiples of 8 and, with a group index, exactly group_size
+  // columns in every group (what GPTQ act-order writes).
+  static absl::StatusOr<Int4KernelWeight> Prepare(const PackedInt4Weight& weight);
+
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+
+  // y [batch, rows()] = x [batch, cols()] · Wᵀ, row-major float32.
+  void Multiply(const float* x, int64_t batch, float* y,
+                kernels::cpu::ThreadPool& pool = kernels::cpu::ThreadPool::Shared(),
+                kernels::cpu::Int4GemmIsa isa = kernels::cpu::BestInt4GemmIsa()) const;
+
+  // W [rows(), cols()] as float32, row-major, columns in the input's order: what Multiply
+  // multiplies by (the op table's reference projects through it).
+  std::vector<float> Dequantize() const;
+
+  // Resident bytes of the weight: packed words, scales and zero points.
+  int64_t ByteSize() const;
+
+ private:
+  Int4KernelWeight() = default;
+  kernels::cpu::Int4Matrix Matrix() const;
+
+  int64_t rows_ = 0;
+  int64_t cols_ = 0;
+  int64_t group_size_ = 0;
+  std::vector<int32_t> packed_;
+  std::vector<float> scales_;
+  std::vector<int8_t> zero_points_;   // empty: symmetric
+  std::vector<int32_t> input_order_;  // kernel column j reads x column input_order_[j]; empty: j
+};
+
+}  // namespace specd::quant
