@@ -24,6 +24,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/specd/commands.h"
+#include "common/engine/in_process_ports.h"
 #include "common/metrics/registry.h"
 #include "common/model/dflash_drafter.h"
 #include "common/model/qwen35_model.h"

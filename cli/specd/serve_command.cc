@@ -21,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "cli/specd/commands.h"
+#include "common/engine/in_process_ports.h"
 #include "common/io/qwen35_checkpoint_config.h"
 #include "common/metrics/http_endpoint.h"
 #include "common/model/dflash_drafter.h"

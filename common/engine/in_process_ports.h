@@ -59,9 +59,6 @@ class InProcessPair {
   // Target-only without a drafter. Both must outlive the pair.
   InProcessPair(const model::Qwen35Model& target, const Drafter* drafter);
 
-  const model::Qwen35Model& target() const { return target_; }
-  const Drafter* drafter() const { return drafter_; }
-
   // The ports of one request (ValidateRequest'd by the caller), drafted with `draft` (resolved
   // here, so a drafter's own refusals come back) or target-only without.
   absl::StatusOr<RequestPorts> Open(const GenerationRequest& request,

@@ -51,15 +51,11 @@ class TargetSession {
   // INVALID_ARGUMENT for ids outside the vocabulary; neither changes anything).
   absl::StatusOr<TargetStep> Verify(std::span<const int64_t> drafts);
 
-  const std::vector<int64_t>& prompt() const { return options_.prompt; }
-  // Emitted tokens; the last is the pending anchor.
-  const std::vector<int64_t>& generated() const { return generated_; }
   uint64_t seed() const { return options_.sampling.seed; }
-  int64_t max_length() const { return options_.max_length; }
-  // Tokens the sequence may still take.
-  int64_t room() const;
 
  private:
+  // Tokens the sequence may still take.
+  int64_t room() const;
   TargetSession(const model::Qwen35Model& target, TargetSessionOptions options,
                 model::Qwen35Cache cache);
 
@@ -71,7 +67,7 @@ class TargetSession {
   TargetSessionOptions options_;
   model::Qwen35Cache cache_;
   model::Sampler sampler_;
-  std::vector<int64_t> generated_;
+  std::vector<int64_t> generated_;  // emitted tokens; the last is the pending anchor
 };
 
 // OK when every id of `ids` is in a vocabulary of `vocab_size`.

@@ -17,9 +17,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/engine/in_process_ports.h"
 #include "services/drafter/drafter_api.h"
 #include "services/verifier/verifier_api.h"
+
+namespace specd::engine {
+class InProcessPair;  // common/engine/in_process_ports.h
+}  // namespace specd::engine
 
 namespace specd::orchestrator {
 

@@ -11,6 +11,7 @@
 #include "common/base/clock.h"
 #include "common/engine/decode_loop.h"
 #include "common/engine/generation_output.h"
+#include "common/engine/in_process_ports.h"
 #include "common/engine/stop_criteria.h"
 #include "common/rpc/proto_duration.h"
 #include "common/rpc/random_id.h"

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/base/clock.h"
+#include "common/engine/ports.h"
 #include "common/engine/regime.h"
 #include "common/metrics/registry.h"
 #include "common/text/chat_template.h"

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/engine/in_process_ports.h"
 #include "common/rpc/grpc_server.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
