@@ -6,8 +6,12 @@
 //     rows, no network), and the handlers behind gRPC servers on loopback (distributed: also
 //     serialization, TCP and thread hops); decode time per Draft → Verify step of each, and each
 //     one's ratio to the embedded one.
-//  2. Concurrency sweep: the distributed stack behind a GenerationService on loopback, c clients
-//     each running requests back to back: requests/s, tokens/s, p50 and p95 end-to-end latency.
+//  2. Concurrency sweep: the embedded and the distributed stack, each behind a GenerationService
+//     on loopback, c clients each streaming requests back to back, speculative and target-only
+//     (block size 1) in alternation: aggregate tokens/s and its ratio to one client, p50/p95 time
+//     to first token and inter-token latency (the gap between streamed chunks, as vLLM's
+//     benchmark counts it), and the mean batch size of the target's and the drafter's forwards.
+//     --max-batch 1 runs one sequence per forward: the engine without continuous batching.
 // Prompts are random ids, or with --prompts the user turns of a conversations JSONL (e.g. a
 // pipeline's data/eval-prompts.jsonl) sent as chats, thinking off, as the pipeline evaluates.
 #include <algorithm>
@@ -15,6 +19,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -53,7 +59,10 @@ struct ServeBenchFlags {
   int64_t new_tokens = 64;
   int64_t requests = 6;  // per measurement of part 1, per client in part 2
   int64_t rounds = 3;
-  std::vector<int64_t> concurrency = {1, 2, 4, 8, 16};
+  std::vector<int64_t> concurrency = {1, 2, 4, 8, 16, 32};
+  int64_t max_batch = 64;         // sequences per forward (BatchingOptions::max_sequences)
+  int64_t batch_delay_us = 2000;  // BatchingOptions::max_delay
+  std::vector<std::string> sweep = {"embedded", "distributed"};
 };
 
 absl::StatusOr<std::vector<v1::GenerateRequest>> Requests(const ServeBenchFlags& flags,
@@ -130,6 +139,86 @@ double Percentile(std::vector<double> values, double fraction) {
   return values[std::min(index, values.size() - 1)];
 }
 
+// A path of the sweep: its orchestrator, and where its forwards' batching is counted.
+struct SweptPath {
+  const char* name;
+  orchestrator::GenerationHandler* handler;
+  std::function<engine::BatchingStats()> target_batches;
+  std::function<engine::BatchingStats()> draft_batches;
+};
+
+struct SweepPoint {
+  double tokens_per_s = 0;
+  double ttft_p50_ms = 0, ttft_p95_ms = 0;
+  double itl_p50_ms = 0, itl_p95_ms = 0;
+  double target_batch = 0, draft_batch = 0;  // mean sequences per forward during the point
+  int64_t errors = 0;
+};
+
+double MeanBatch(const engine::BatchingStats& before, const engine::BatchingStats& after) {
+  const int64_t steps = after.steps - before.steps;
+  return steps == 0 ? 0 : static_cast<double>(after.sequences - before.sequences) / steps;
+}
+
+// `clients` clients, each streaming every request back to back through the GenerationService
+// on `port`, drafting blocks of `block_size` (0: the server's, 1: target-only).
+SweepPoint RunSweepPoint(int port, const std::vector<v1::GenerateRequest>& requests,
+                         uint32_t block_size, int64_t clients, const SweptPath& path) {
+  std::vector<std::vector<double>> first_token(clients), gaps(clients);
+  std::vector<int64_t> tokens(clients, 0), errors(clients, 0);
+  const engine::BatchingStats target_before = path.target_batches();
+  const engine::BatchingStats draft_before = path.draft_batches();
+  const Clock::time_point start = Clock::now();
+  std::vector<std::thread> threads;
+  for (int64_t client = 0; client < clients; ++client) {
+    threads.emplace_back([&, client] {
+      auto stub = v1::GenerationService::NewStub(Loopback(port));
+      for (const v1::GenerateRequest& generate : requests) {
+        v1::GenerateStreamRequest request;
+        *request.mutable_prompt() = generate.prompt();
+        *request.mutable_sampling() = generate.sampling();
+        if (block_size > 0) request.mutable_speculation()->set_block_size(block_size);
+        grpc::ClientContext context;
+        const Clock::time_point sent = Clock::now();
+        Clock::time_point last = sent;
+        std::unique_ptr<grpc::ClientReader<v1::GenerateStreamResponse>> reader =
+            stub->GenerateStream(&context, request);
+        v1::GenerateStreamResponse message;
+        bool first = true;
+        while (reader->Read(&message)) {
+          if (message.token_ids_size() == 0) continue;
+          const Clock::time_point now = Clock::now();
+          const double ms = std::chrono::duration<double, std::milli>(now - last).count();
+          (first ? first_token[client] : gaps[client]).push_back(ms);
+          first = false;
+          last = now;
+          tokens[client] += message.token_ids_size();
+        }
+        if (!reader->Finish().ok()) ++errors[client];
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::vector<double> ttft, itl;
+  SweepPoint point;
+  int64_t total_tokens = 0;
+  for (int64_t client = 0; client < clients; ++client) {
+    ttft.insert(ttft.end(), first_token[client].begin(), first_token[client].end());
+    itl.insert(itl.end(), gaps[client].begin(), gaps[client].end());
+    total_tokens += tokens[client];
+    point.errors += errors[client];
+  }
+  point.tokens_per_s = static_cast<double>(total_tokens) / seconds;
+  point.ttft_p50_ms = Percentile(ttft, 0.5);
+  point.ttft_p95_ms = Percentile(ttft, 0.95);
+  point.itl_p50_ms = Percentile(itl, 0.5);
+  point.itl_p95_ms = Percentile(itl, 0.95);
+  point.target_batch = MeanBatch(target_before, path.target_batches());
+  point.draft_batch = MeanBatch(draft_before, path.draft_batches());
+  return point;
+}
+
 absl::Status ServeBench(const ServeBenchFlags& flags) {
   absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(flags.model);
   if (!target.ok()) return target.status();
@@ -145,6 +234,10 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
   }
   const text::Tokenizer* text_tokenizer = tokenizer.has_value() ? &*tokenizer : nullptr;
   metrics::Registry registry;
+  const engine::BatchingOptions batching{
+      .max_rows = 2048,
+      .max_sequences = flags.max_batch,
+      .max_delay = std::chrono::microseconds(flags.batch_delay_us)};
   const int64_t max_sessions = std::max<int64_t>(64, 2 * flags.concurrency.back());
   absl::StatusOr<std::unique_ptr<verifier::VerifierHandler>> verifier =
       verifier::VerifierHandler::Create(*target, {.model_name = flags.model,
@@ -154,7 +247,8 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
                                                   .max_session_length = 4096,
                                                   .max_block_size = 16,
                                                   .session_idle_timeout = absl::Seconds(60),
-                                                  .open_sessions = nullptr});
+                                                  .open_sessions = nullptr,
+                                                  .batching = batching});
   if (!verifier.ok()) return verifier.status();
   absl::StatusOr<std::unique_ptr<drafter::DrafterHandler>> drafter_handler =
       drafter::DrafterHandler::Create(*std::move(drafter), target->token_head(), target->config(),
@@ -163,7 +257,8 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
                                        .default_window = 0,
                                        .max_sessions = max_sessions,
                                        .session_idle_timeout = absl::Seconds(60),
-                                       .open_sessions = nullptr});
+                                       .open_sessions = nullptr,
+                                       .batching = batching});
   if (!drafter_handler.ok()) return drafter_handler.status();
 
   const std::shared_ptr<verifier::VerifierHandler> verifier_handler = *std::move(verifier);
@@ -182,8 +277,8 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
        {.host = "in-process",
         .verifier = verifier_handler,
         .drafter = drafter_handler_shared,
-        .in_process =
-            std::make_shared<engine::InProcessPair>(*target, &drafter_handler_shared->drafter())}},
+        .in_process = std::make_shared<engine::InProcessPair>(
+            *target, &drafter_handler_shared->drafter(), batching)}},
       {"handlers (shm)",
        {.host = "handlers", .verifier = verifier_handler, .drafter = drafter_handler_shared}},
       {"distributed",
@@ -243,50 +338,47 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
   }
   std::printf("\n");
 
-  // 2. Concurrency sweep through the public API on loopback.
-  orchestrator::GenerationGrpcService generation_service(*paths.back().handler);
-  absl::StatusOr<rpc::GrpcServer> generation_server =
-      rpc::StartGrpcServer("127.0.0.1:0", {&generation_service}, {}, registry);
-  if (!generation_server.ok()) return generation_server.status();
-  std::printf("## Concurrency sweep (distributed, %lld requests per client)\n\n",
-              static_cast<long long>(flags.requests));
+  // 2. Concurrency sweep through the public API on loopback, embedded and distributed.
   std::printf(
-      "| clients | requests / s | tokens / s | p50 latency (s) | p95 latency (s) | errors "
-      "|\n|---|---|---|---|---|---|\n");
-  for (const int64_t clients : flags.concurrency) {
-    std::vector<std::vector<double>> latencies(clients);
-    std::vector<int64_t> errors(clients, 0);
-    const Clock::time_point start = Clock::now();
-    std::vector<std::thread> threads;
-    for (int64_t client = 0; client < clients; ++client) {
-      threads.emplace_back([&, client] {
-        auto stub = v1::GenerationService::NewStub(Loopback(generation_server->port));
-        for (const v1::GenerateRequest& request : requests) {
-          grpc::ClientContext context;
-          v1::GenerateResponse response;
-          const Clock::time_point sent = Clock::now();
-          if (stub->Generate(&context, request, &response).ok()) {
-            latencies[client].push_back(std::chrono::duration<double>(Clock::now() - sent).count());
-          } else {
-            ++errors[client];
-          }
-        }
-      });
+      "## Concurrency sweep (%lld requests per client, at most %lld sequences per forward)\n\n",
+      static_cast<long long>(flags.requests), static_cast<long long>(flags.max_batch));
+  std::printf(
+      "| path | decoding | clients | tokens / s | × 1 client | TTFT p50 (ms) | TTFT p95 (ms) | "
+      "ITL p50 (ms) | ITL p95 (ms) | mean batch (target / drafter) | errors |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|\n");
+  const engine::InProcessPair& embedded = *pairs.front().second.in_process;
+  const std::vector<SweptPath> swept = {
+      {.name = "embedded",
+       .handler = paths.front().handler.get(),
+       .target_batches = [&] { return embedded.target_stats(); },
+       .draft_batches = [&] { return embedded.drafter_stats(); }},
+      {.name = "distributed",
+       .handler = paths.back().handler.get(),
+       .target_batches = [&] { return verifier_handler->batching_stats(); },
+       .draft_batches = [&] { return drafter_handler_shared->batching_stats(); }}};
+  for (const SweptPath& path : swept) {
+    if (std::find(flags.sweep.begin(), flags.sweep.end(), path.name) == flags.sweep.end()) continue;
+    orchestrator::GenerationGrpcService service(*path.handler);
+    absl::StatusOr<rpc::GrpcServer> server =
+        rpc::StartGrpcServer("127.0.0.1:0", {&service}, {}, registry);
+    if (!server.ok()) return server.status();
+    std::map<std::string, double> single_stream;  // tokens/s at one client, per decoding
+    for (const int64_t clients : flags.concurrency) {
+      for (const auto& [decoding, block_size] :
+           {std::pair<std::string, uint32_t>{"speculative", 0}, {"target-only", 1}}) {
+        const SweepPoint point = RunSweepPoint(server->port, requests, block_size, clients, path);
+        if (clients == flags.concurrency.front()) single_stream[decoding] = point.tokens_per_s;
+        std::printf(
+            "| %s | %s | %lld | %.1f | %.2f | %.1f | %.1f | %.1f | %.1f | %.2f / %.2f | %lld |\n",
+            path.name, decoding.c_str(), static_cast<long long>(clients), point.tokens_per_s,
+            point.tokens_per_s / single_stream[decoding], point.ttft_p50_ms, point.ttft_p95_ms,
+            point.itl_p50_ms, point.itl_p95_ms, point.target_batch, point.draft_batch,
+            static_cast<long long>(point.errors));
+        std::fflush(stdout);
+      }
     }
-    for (std::thread& thread : threads) thread.join();
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    std::vector<double> all;
-    int64_t failed = 0;
-    for (int64_t client = 0; client < clients; ++client) {
-      all.insert(all.end(), latencies[client].begin(), latencies[client].end());
-      failed += errors[client];
-    }
-    std::printf("| %lld | %.2f | %.1f | %.3f | %.3f | %lld |\n", static_cast<long long>(clients),
-                all.size() / seconds, all.size() * flags.new_tokens / seconds, Percentile(all, 0.5),
-                Percentile(all, 0.95), static_cast<long long>(failed));
-    std::fflush(stdout);
+    server->server->Shutdown();
   }
-  generation_server->server->Shutdown();
   return absl::OkStatus();
 }
 
@@ -314,6 +406,14 @@ void AddServeBench(CLI::App& bench) {
       ->capture_default_str();
   command->add_option("--concurrency", flags->concurrency, "client counts of the sweep")
       ->delimiter(',');
+  command
+      ->add_option("--max-batch", flags->max_batch,
+                   "sequences per forward (1: no continuous batching)")
+      ->capture_default_str();
+  command
+      ->add_option("--batch-delay-us", flags->batch_delay_us,
+                   "how long a step waits for sessions still to come")
+      ->capture_default_str();
   command->callback([command, flags] { RunOrExit(*command, [&] { return ServeBench(*flags); }); });
 }
 

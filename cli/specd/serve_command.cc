@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -56,6 +57,10 @@ struct ServeFlags {
   int64_t max_session_length = 4096;
   int64_t max_block_size = 16;
   double session_idle_timeout_s = 60;
+  // verifier, drafter: continuous batching
+  int64_t max_batch_tokens = 2048;
+  int64_t max_batch = 64;
+  int64_t batch_delay_us = 2000;
   // drafter
   std::string drafter;
   std::string target;
@@ -143,6 +148,12 @@ absl::Status RequireFlags(const std::vector<std::pair<const char*, const std::st
   return absl::OkStatus();
 }
 
+engine::BatchingOptions BatchingOf(const ServeFlags& flags) {
+  return {.max_rows = flags.max_batch_tokens,
+          .max_sequences = flags.max_batch,
+          .max_delay = std::chrono::microseconds(flags.batch_delay_us)};
+}
+
 absl::Status AddVerifier(const ServeFlags& flags, metrics::Registry& registry, Role& role) {
   absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(flags.model);
   if (!target.ok()) return target.status();
@@ -159,7 +170,8 @@ absl::Status AddVerifier(const ServeFlags& flags, metrics::Registry& registry, R
            .session_idle_timeout = Seconds(flags.session_idle_timeout_s),
            .open_sessions =
                &registry.AddGauge("specd_verifier_open_sessions", "Verifier sessions open now.")
-                    .Get()});
+                    .Get(),
+           .batching = BatchingOf(flags)});
   if (!handler.ok()) return handler.status();
   role.verifier = *std::move(handler);
   role.services.push_back(std::make_unique<verifier::VerifierGrpcService>(*role.verifier));
@@ -189,7 +201,8 @@ absl::Status AddDrafter(const ServeFlags& flags, const std::string& target_dir,
            .session_idle_timeout = Seconds(flags.session_idle_timeout_s),
            .open_sessions =
                &registry.AddGauge("specd_drafter_open_sessions", "Drafter sessions open now.")
-                    .Get()});
+                    .Get(),
+           .batching = BatchingOf(flags)});
   if (!handler.ok()) return handler.status();
   role.drafter = *std::move(handler);
   role.services.push_back(std::make_unique<drafter::DrafterGrpcService>(*role.drafter));
@@ -343,7 +356,8 @@ absl::Status BuildRole(const ServeFlags& flags, metrics::Registry& registry, Rol
              .verifier = role.verifier,
              .drafter = role.drafter,
              .in_process = std::make_shared<engine::InProcessPair>(
-                 *role.target, role.drafter == nullptr ? nullptr : &role.drafter->drafter())},
+                 *role.target, role.drafter == nullptr ? nullptr : &role.drafter->drafter(),
+                 BatchingOf(flags))},
             absl::Seconds(5));
     if (!pair.ok()) return pair.status();
     role.backends = *std::move(pair);
@@ -426,6 +440,19 @@ void AddServeCommand(CLI::App& app) {
                    "verifier: longest session (prompt + new tokens)")
       ->capture_default_str();
   serve->add_option("--max-block-size", flags->max_block_size, "verifier: longest verify block")
+      ->capture_default_str();
+  serve
+      ->add_option(
+          "--max-batch-tokens", flags->max_batch_tokens,
+          "verifier, drafter: tokens per batched forward (decode rows, then prefill chunks)")
+      ->capture_default_str();
+  serve
+      ->add_option("--max-batch", flags->max_batch,
+                   "verifier, drafter: sequences per batched forward (1: no batching)")
+      ->capture_default_str();
+  serve
+      ->add_option("--batch-delay-us", flags->batch_delay_us,
+                   "verifier, drafter: how long a forward waits for open sessions still to come")
       ->capture_default_str();
   serve
       ->add_option("--session-idle-timeout", flags->session_idle_timeout_s,

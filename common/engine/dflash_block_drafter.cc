@@ -2,23 +2,46 @@
 
 #include <ATen/ATen.h>
 
-#include <optional>
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/torch_errors.h"
 
 namespace specd::engine {
 namespace {
 
 class DFlashDraftSession final : public DraftSession {
  public:
-  DFlashDraftSession(const model::DFlashDrafter& drafter, const model::TokenHead& head,
-                     model::DFlashCache cache)
-      : drafter_(drafter), head_(head), cache_(std::move(cache)) {}
+  DFlashDraftSession(const DFlashBlockDrafter& drafter, model::DFlashCache cache)
+      : drafter_(drafter), cache_(std::move(cache)) {}
 
   int64_t length() const override { return cache_.length(); }
 
   absl::Status Append(const CommittedContext& context) override {
+    const DraftCall call{.session = this,
+                         .context = {&context, 1},
+                         .anchor = 0,
+                         .count = 0,
+                         .options = {},
+                         .report_confidence = false};
+    return drafter_.ProposeBatch({&call, 1}).front().status();
+  }
+
+  absl::StatusOr<DraftProposal> Propose(int64_t anchor, int64_t count, const DraftOptions& options,
+                                        bool report_confidence) override {
+    const DraftCall call{.session = this,
+                         .context = {},
+                         .anchor = anchor,
+                         .count = count,
+                         .options = options,
+                         .report_confidence = report_confidence};
+    return std::move(drafter_.ProposeBatch({&call, 1}).front());
+  }
+
+  // Forgets the positions from context.begin on, the target having rewritten them; the rows to
+  // take in next (undefined: none).
+  absl::StatusOr<at::Tensor> Rewind(const CommittedContext& context) {
     if (context.begin > cache_.length()) {
       return absl::OutOfRangeError(absl::StrCat("context from position ", context.begin,
                                                 " leaves a gap after the drafter's ",
@@ -29,54 +52,122 @@ class DFlashDraftSession final : public DraftSession {
         return truncated;
       }
     }
-    if (!context.rows.defined() || context.rows.size(0) == 0) return absl::OkStatus();
-    const model::ModelOptions& options = drafter_.options();
-    return drafter_.AppendContext(context.rows.to(options.device, options.dtype), cache_);
+    if (!context.rows.defined() || context.rows.size(0) == 0) return at::Tensor();
+    return context.rows;
   }
 
-  absl::StatusOr<DraftProposal> Propose(int64_t anchor, int64_t count, const DraftOptions& options,
-                                        bool report_confidence) override {
-    if (count <= 0) return DraftProposal();
-    // Always the whole block: attention is non-causal, so a shorter block would change the
-    // proposals that are kept.
-    std::vector<int64_t> block(options.block_size, drafter_.config().mask_token_id);
-    block[0] = anchor;
-    const c10::Device device = head_.embed_tokens().device();
-    absl::StatusOr<at::Tensor> hidden = drafter_.DraftBlock(
-        head_.Embed(at::tensor(block, at::kLong).to(device)), cache_, {.window = options.window});
-    if (!hidden.ok()) return hidden.status();
-    const at::Tensor logits = head_.Head(hidden->narrow(0, 1, count));
-    if (options.min_confidence <= 0 && !report_confidence) {
-      const at::Tensor tokens = logits.argmax(-1).cpu();
-      const int64_t* ids = tokens.data_ptr<int64_t>();
-      return DraftProposal{.tokens = std::vector<int64_t>(ids, ids + count), .confidence = {}};
-    }
-    // The probabilities (a softmax over the vocabulary per token) only when they are used.
-    const auto [probability, token] = at::softmax(logits, -1).max(-1);
-    const at::Tensor tokens = token.cpu();
-    const at::Tensor confidence = probability.to(at::kFloat).cpu().contiguous();
-    int64_t kept = count;
-    if (options.min_confidence > 0) {
-      // The first position below the threshold and everything after it are dropped.
-      kept = at::cumprod((confidence >= options.min_confidence).to(at::kLong), 0)
-                 .sum()
-                 .item<int64_t>();
-    }
-    const int64_t* ids = tokens.data_ptr<int64_t>();
-    const float* confidences = confidence.data_ptr<float>();
-    return DraftProposal{.tokens = std::vector<int64_t>(ids, ids + kept),
-                         .confidence = report_confidence
-                                           ? std::vector<float>(confidences, confidences + kept)
-                                           : std::vector<float>()};
-  }
+  model::DFlashCache& cache() { return cache_; }
+  const DFlashBlockDrafter& drafter() const { return drafter_; }
 
  private:
-  const model::DFlashDrafter& drafter_;
-  const model::TokenHead& head_;
+  const DFlashBlockDrafter& drafter_;
   model::DFlashCache cache_;
 };
 
+// The proposal of one call from its rows of the head's logits [count, vocab].
+DraftProposal ProposalOf(const at::Tensor& logits, const DraftCall& call) {
+  const int64_t count = logits.size(0);
+  if (call.options.min_confidence <= 0 && !call.report_confidence) {
+    const at::Tensor tokens = logits.argmax(-1).cpu();
+    const int64_t* ids = tokens.data_ptr<int64_t>();
+    return {.tokens = std::vector<int64_t>(ids, ids + count), .confidence = {}};
+  }
+  // The probabilities (a softmax over the vocabulary per token) only when they are used.
+  const auto [probability, token] = at::softmax(logits, -1).max(-1);
+  const at::Tensor tokens = token.cpu();
+  const at::Tensor confidence = probability.to(at::kFloat).cpu().contiguous();
+  int64_t kept = count;
+  if (call.options.min_confidence > 0) {
+    // The first position below the threshold and everything after it are dropped.
+    kept = at::cumprod((confidence >= call.options.min_confidence).to(at::kLong), 0)
+               .sum()
+               .item<int64_t>();
+  }
+  const int64_t* ids = tokens.data_ptr<int64_t>();
+  const float* confidences = confidence.data_ptr<float>();
+  return {.tokens = std::vector<int64_t>(ids, ids + kept),
+          .confidence = call.report_confidence ? std::vector<float>(confidences, confidences + kept)
+                                               : std::vector<float>()};
+}
+
 }  // namespace
+
+std::vector<absl::StatusOr<DraftProposal>> DFlashBlockDrafter::ProposeBatch(
+    std::span<const DraftCall> batch) const {
+  std::vector<absl::StatusOr<DraftProposal>> results(batch.size(), DraftProposal());
+  std::vector<DFlashDraftSession*> sessions(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    sessions[i] = dynamic_cast<DFlashDraftSession*>(batch[i].session);
+    if (sessions[i] == nullptr || &sessions[i]->drafter() != this) {
+      results[i] = absl::InvalidArgumentError("a draft call names another drafter's session");
+    }
+  }
+  const model::ModelOptions& model_options = drafter_.options();
+  const absl::Status ran = base::CatchTorchErrors("draft", [&]() -> absl::Status {
+    // The context, a round per piece: pieces of one call follow each other.
+    size_t rounds = 0;
+    for (const DraftCall& call : batch) rounds = std::max(rounds, call.context.size());
+    for (size_t round = 0; round < rounds; ++round) {
+      std::vector<model::ContextInput> inputs;
+      for (size_t i = 0; i < batch.size(); ++i) {
+        if (!results[i].ok() || round >= batch[i].context.size()) continue;
+        absl::StatusOr<at::Tensor> rows = sessions[i]->Rewind(batch[i].context[round]);
+        if (!rows.ok()) {
+          results[i] = rows.status();
+        } else if (rows->defined()) {
+          inputs.push_back({.target_hidden = rows->to(model_options.device, model_options.dtype),
+                            .cache = &sessions[i]->cache()});
+        }
+      }
+      if (absl::Status appended = drafter_.AppendContexts(inputs); !appended.ok()) return appended;
+    }
+    // The blocks: always whole (attention is non-causal, so a shorter block would change the
+    // proposals that are kept), [anchor, MASK × (B − 1)].
+    std::vector<size_t> drafting;
+    std::vector<int64_t> ids;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (!results[i].ok() || batch[i].count <= 0) continue;
+      drafting.push_back(i);
+      ids.push_back(batch[i].anchor);
+      ids.insert(ids.end(), batch[i].options.block_size - 1, drafter_.config().mask_token_id);
+    }
+    if (drafting.empty()) return absl::OkStatus();
+    const at::Tensor embeddings =
+        head_.Embed(at::tensor(ids, at::kLong).to(head_.embed_tokens().device()));
+    std::vector<model::BlockInput> blocks;
+    int64_t row = 0;
+    for (const size_t i : drafting) {
+      const int64_t block_size = batch[i].options.block_size;
+      blocks.push_back({.embeddings = embeddings.narrow(0, row, block_size),
+                        .cache = &sessions[i]->cache(),
+                        .options = {.window = batch[i].options.window}});
+      row += block_size;
+    }
+    absl::StatusOr<at::Tensor> hidden = drafter_.DraftBlocks(blocks);
+    if (!hidden.ok()) return hidden.status();
+    // Rows 1 … count of each block are its proposals: one head product over all of them.
+    std::vector<int64_t> proposal_rows;
+    row = 0;
+    for (const size_t i : drafting) {
+      for (int64_t t = 1; t <= batch[i].count; ++t) proposal_rows.push_back(row + t);
+      row += batch[i].options.block_size;
+    }
+    const at::Tensor logits = head_.Head(
+        hidden->index_select(0, at::tensor(proposal_rows, at::kLong).to(hidden->device())));
+    int64_t offset = 0;
+    for (const size_t i : drafting) {
+      results[i] = ProposalOf(logits.narrow(0, offset, batch[i].count), batch[i]);
+      offset += batch[i].count;
+    }
+    return absl::OkStatus();
+  });
+  if (!ran.ok()) {
+    for (absl::StatusOr<DraftProposal>& result : results) {
+      if (result.ok()) result = ran;
+    }
+  }
+  return results;
+}
 
 absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> DFlashBlockDrafter::Create(
     model::DFlashDrafter drafter, model::TokenHead head,
@@ -101,7 +192,7 @@ absl::StatusOr<std::unique_ptr<DraftSession>> DFlashBlockDrafter::OpenSession(
     int64_t max_length) const {
   absl::StatusOr<model::DFlashCache> cache = drafter_.NewCache(max_length);
   if (!cache.ok()) return cache.status();
-  return std::make_unique<DFlashDraftSession>(drafter_, head_, *std::move(cache));
+  return std::make_unique<DFlashDraftSession>(*this, *std::move(cache));
 }
 
 }  // namespace specd::engine

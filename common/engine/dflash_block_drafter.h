@@ -5,6 +5,7 @@
 // into greedy tokens.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -27,6 +28,10 @@ class DFlashBlockDrafter final : public Drafter {
   std::vector<int64_t> TargetHiddenStates() const override;
   absl::StatusOr<DraftOptions> Resolve(const DraftOptions& options) const override;
   absl::StatusOr<std::unique_ptr<DraftSession>> OpenSession(int64_t max_length) const override;
+  // One forward of the context projection over every call's new context, then one over every
+  // call's block, then one head product over every proposal row.
+  std::vector<absl::StatusOr<DraftProposal>> ProposeBatch(
+      std::span<const DraftCall> batch) const override;
 
   const model::DFlashDrafter& model() const { return drafter_; }
 

@@ -23,4 +23,20 @@ absl::StatusOr<DraftOptions> ResolveDraftOptions(const DraftOptions& options,
   return resolved;
 }
 
+std::vector<absl::StatusOr<DraftProposal>> Drafter::ProposeBatch(
+    std::span<const DraftCall> batch) const {
+  std::vector<absl::StatusOr<DraftProposal>> proposals;
+  proposals.reserve(batch.size());
+  for (const DraftCall& call : batch) {
+    absl::Status appended = absl::OkStatus();
+    for (const CommittedContext& context : call.context) {
+      if (appended = call.session->Append(context); !appended.ok()) break;
+    }
+    proposals.push_back(appended.ok() ? call.session->Propose(call.anchor, call.count, call.options,
+                                                              call.report_confidence)
+                                      : absl::StatusOr<DraftProposal>(appended));
+  }
+  return proposals;
+}
+
 }  // namespace specd::engine

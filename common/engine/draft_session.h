@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -62,6 +63,17 @@ class DraftSession {
                                                 bool report_confidence) = 0;
 };
 
+// One session's part of a batched draft: `session` (opened by the drafter that runs the call)
+// takes in `context` in order (DraftSession::Append), then proposes (DraftSession::Propose).
+struct DraftCall {
+  DraftSession* session = nullptr;
+  std::span<const CommittedContext> context;
+  int64_t anchor = 0;
+  int64_t count = 0;
+  DraftOptions options;  // resolved
+  bool report_confidence = false;
+};
+
 class Drafter {
  public:
   virtual ~Drafter() = default;
@@ -74,6 +86,11 @@ class Drafter {
   virtual absl::StatusOr<DraftOptions> Resolve(const DraftOptions& options) const = 0;
   // A session for sequences of up to `max_length` positions.
   virtual absl::StatusOr<std::unique_ptr<DraftSession>> OpenSession(int64_t max_length) const = 0;
+
+  // Every call of `batch`; result i is call i's. This runs them one after another; a drafter
+  // that can put many sessions into one forward does so.
+  virtual std::vector<absl::StatusOr<DraftProposal>> ProposeBatch(
+      std::span<const DraftCall> batch) const;
 };
 
 }  // namespace specd::engine

@@ -4,21 +4,18 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/base/torch_errors.h"
 
 namespace specd::engine {
 
-InProcessTargetPort::InProcessTargetPort(TargetSession session, std::mutex& turns)
-    : session_(std::move(session)), turns_(turns) {}
+InProcessTargetPort::InProcessTargetPort(TargetSession session, TargetBatcher& batcher)
+    : session_(std::move(session)), batcher_(batcher), membership_(batcher.Join()) {}
 
 absl::StatusOr<EmittedTokens> InProcessTargetPort::Prefill() {
-  std::lock_guard turn(turns_);
-  return Keep(session_.Prefill());
+  return Keep(batcher_.Prefill(session_));
 }
 
 absl::StatusOr<EmittedTokens> InProcessTargetPort::Verify(std::span<const int64_t> drafts) {
-  std::lock_guard turn(turns_);
-  return Keep(session_.Verify(drafts));
+  return Keep(batcher_.Verify(session_, drafts));
 }
 
 absl::StatusOr<EmittedTokens> InProcessTargetPort::Keep(absl::StatusOr<TargetStep> step) {
@@ -31,26 +28,36 @@ std::vector<CommittedContext> InProcessTargetPort::TakeContext() { return std::m
 
 InProcessDraftPort::InProcessDraftPort(InProcessTargetPort& target,
                                        std::unique_ptr<DraftSession> session,
-                                       const DraftOptions& options, std::mutex& turns)
-    : target_(target), session_(std::move(session)), options_(options), turns_(turns) {}
+                                       const DraftOptions& options, DraftBatcher& batcher)
+    : target_(target),
+      session_(std::move(session)),
+      options_(options),
+      batcher_(batcher),
+      membership_(batcher.Join()) {}
 
 absl::StatusOr<std::vector<int64_t>> InProcessDraftPort::Propose(int64_t anchor,
                                                                  int64_t max_tokens) {
-  std::lock_guard turn(turns_);
-  return base::CatchTorchErrors("draft", [&]() -> absl::StatusOr<std::vector<int64_t>> {
-    for (const CommittedContext& context : target_.TakeContext()) {
-      if (absl::Status appended = session_->Append(context); !appended.ok()) return appended;
-    }
-    absl::StatusOr<DraftProposal> proposal =
-        session_->Propose(anchor, std::min(options_.block_size - 1, max_tokens), options_,
-                          /*report_confidence=*/false);
-    if (!proposal.ok()) return proposal.status();
-    return std::move(proposal->tokens);
-  });
+  const std::vector<CommittedContext> context = target_.TakeContext();
+  absl::StatusOr<DraftProposal> proposal =
+      batcher_.Propose({.session = session_.get(),
+                        .context = context,
+                        .anchor = anchor,
+                        .count = std::min(options_.block_size - 1, max_tokens),
+                        .options = options_,
+                        .report_confidence = false});
+  if (!proposal.ok()) return proposal.status();
+  return std::move(proposal->tokens);
 }
 
-InProcessPair::InProcessPair(const model::Qwen35Model& target, const Drafter* drafter)
-    : target_(target), drafter_(drafter) {}
+InProcessPair::InProcessPair(const model::Qwen35Model& target, const Drafter* drafter,
+                             const BatchingOptions& batching)
+    : target_(target), drafter_(drafter), target_batcher_(target, batching) {
+  if (drafter_ != nullptr) draft_batcher_.emplace(*drafter_, batching);
+}
+
+BatchingStats InProcessPair::drafter_stats() const {
+  return draft_batcher_.has_value() ? draft_batcher_->stats() : BatchingStats();
+}
 
 absl::StatusOr<RequestPorts> InProcessPair::Open(const GenerationRequest& request,
                                                  const std::optional<DraftOptions>& draft) {
@@ -72,13 +79,13 @@ absl::StatusOr<RequestPorts> InProcessPair::Open(const GenerationRequest& reques
                 .max_length = max_length,
                 .top_logprobs = request.top_logprobs});
   if (!session.ok()) return session.status();
-  auto target = std::make_unique<InProcessTargetPort>(*std::move(session), target_turns_);
+  auto target = std::make_unique<InProcessTargetPort>(*std::move(session), target_batcher_);
   RequestPorts ports;
   if (resolved.has_value()) {
     absl::StatusOr<std::unique_ptr<DraftSession>> draft_session = drafter_->OpenSession(max_length);
     if (!draft_session.ok()) return draft_session.status();
     ports.draft = std::make_unique<InProcessDraftPort>(*target, *std::move(draft_session),
-                                                       *resolved, drafter_turns_);
+                                                       *resolved, *draft_batcher_);
   }
   ports.target = std::move(target);
   return ports;

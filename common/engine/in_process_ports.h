@@ -2,19 +2,20 @@
 // Ports over the engine's sessions in this process. An InProcessPair is a target and optionally a
 // drafter that concurrent requests share; it opens each request's ports, and the draft port takes
 // in the context its target port committed as the tensors the target computed (no copy, no shared
-// memory). Forwards on each model take turns, one at a time like kernels on one device stream,
-// while requests interleave step by step.
+// memory). Each model's forwards go through its step scheduler (TargetBatcher, DraftBatcher), so
+// concurrent requests share every forward.
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/engine/draft_batcher.h"
 #include "common/engine/draft_session.h"
 #include "common/engine/generation.h"
 #include "common/engine/ports.h"
+#include "common/engine/target_batcher.h"
 #include "common/engine/target_session.h"
 #include "common/model/qwen35_model.h"
 
@@ -22,8 +23,8 @@ namespace specd::engine {
 
 class InProcessTargetPort final : public TargetPort {
  public:
-  // `turns` is held around every forward and must outlive the port.
-  InProcessTargetPort(TargetSession session, std::mutex& turns);
+  // `batcher` runs every forward and must outlive the port.
+  InProcessTargetPort(TargetSession session, TargetBatcher& batcher);
 
   absl::StatusOr<EmittedTokens> Prefill() override;
   absl::StatusOr<EmittedTokens> Verify(std::span<const int64_t> drafts) override;
@@ -35,15 +36,16 @@ class InProcessTargetPort final : public TargetPort {
   absl::StatusOr<EmittedTokens> Keep(absl::StatusOr<TargetStep> step);
 
   TargetSession session_;
-  std::mutex& turns_;
+  TargetBatcher& batcher_;
+  TargetBatcher::Membership membership_;
   std::vector<CommittedContext> pending_;
 };
 
 class InProcessDraftPort final : public DraftPort {
  public:
-  // `target` and `turns` must outlive the port; `options` are resolved (Drafter::Resolve).
+  // `target` and `batcher` must outlive the port; `options` are resolved (Drafter::Resolve).
   InProcessDraftPort(InProcessTargetPort& target, std::unique_ptr<DraftSession> session,
-                     const DraftOptions& options, std::mutex& turns);
+                     const DraftOptions& options, DraftBatcher& batcher);
 
   absl::StatusOr<std::vector<int64_t>> Propose(int64_t anchor, int64_t max_tokens) override;
 
@@ -51,24 +53,30 @@ class InProcessDraftPort final : public DraftPort {
   InProcessTargetPort& target_;
   std::unique_ptr<DraftSession> session_;
   DraftOptions options_;
-  std::mutex& turns_;
+  DraftBatcher& batcher_;
+  DraftBatcher::Membership membership_;
 };
 
 class InProcessPair {
  public:
   // Target-only without a drafter. Both must outlive the pair.
-  InProcessPair(const model::Qwen35Model& target, const Drafter* drafter);
+  InProcessPair(const model::Qwen35Model& target, const Drafter* drafter,
+                const BatchingOptions& batching = {});
 
   // The ports of one request (ValidateRequest'd by the caller), drafted with `draft` (resolved
   // here, so a drafter's own refusals come back) or target-only without.
   absl::StatusOr<RequestPorts> Open(const GenerationRequest& request,
                                     const std::optional<DraftOptions>& draft);
 
+  // What the steps so far batched, per model (the drafter's empty without one).
+  BatchingStats target_stats() const { return target_batcher_.stats(); }
+  BatchingStats drafter_stats() const;
+
  private:
   const model::Qwen35Model& target_;
   const Drafter* drafter_;
-  std::mutex target_turns_;
-  std::mutex drafter_turns_;
+  TargetBatcher target_batcher_;
+  std::optional<DraftBatcher> draft_batcher_;
 };
 
 }  // namespace specd::engine

@@ -50,26 +50,23 @@ int64_t TargetSession::room() const {
   return options_.max_length - static_cast<int64_t>(options_.prompt.size() + generated_.size());
 }
 
-absl::StatusOr<TargetStep> TargetSession::Prefill() {
-  if (!generated_.empty()) return absl::FailedPreconditionError("the session is prefilled");
-  return base::CatchTorchErrors("prefill", [&]() -> absl::StatusOr<TargetStep> {
-    absl::StatusOr<model::ForwardOutput> prefill = target_->Prefill(
-        options_.prompt, cache_,
-        {.logit_rows = model::LogitRows::kLast, .hidden_states = options_.hidden_states});
-    if (!prefill.ok()) return prefill.status();
-    TargetStep step;
-    step.tokens.ids = {sampler_.Sample(prefill->logits.select(0, 0), options_.prompt, {})};
-    generated_ = step.tokens.ids;
-    step.tokens.logprobs = Logprobs(prefill->logits, 1);
-    const auto prompt_length = static_cast<int64_t>(options_.prompt.size());
-    step.context = {.begin = 0,
-                    .ids = options_.prompt,
-                    .rows = ContextRows(prefill->hidden_states, prompt_length)};
-    return step;
-  });
+absl::Status TargetSession::BeginPrefill() {
+  if (phase_ != Phase::kIdle || !generated_.empty()) {
+    return absl::FailedPreconditionError("the session is prefilled");
+  }
+  cache_.Reset();
+  prefilled_ = 0;
+  prompt_rows_.clear();
+  phase_ = Phase::kPrefill;
+  return absl::OkStatus();
 }
 
-absl::StatusOr<TargetStep> TargetSession::Verify(std::span<const int64_t> drafts) {
+absl::Status TargetSession::BeginVerify(std::span<const int64_t> drafts) {
+  if (phase_ != Phase::kIdle) {
+    return absl::FailedPreconditionError(phase_ == Phase::kBroken
+                                             ? "a failed forward left the session unusable"
+                                             : "the session has a step in flight");
+  }
   if (generated_.empty()) return absl::FailedPreconditionError("Verify before Prefill");
   if (absl::Status ids = CheckTokenIds(drafts, target_->config().vocab_size); !ids.ok()) {
     return ids;
@@ -81,33 +78,98 @@ absl::StatusOr<TargetStep> TargetSession::Verify(std::span<const int64_t> drafts
         absl::StrCat("a block of ", block_length, " does not fit: ", options_.max_length - room(),
                      " of the session's ", options_.max_length, " tokens are used"));
   }
-  std::vector<int64_t> block = {generated_.back()};
-  block.insert(block.end(), drafts.begin(), drafts.end());
-  const int64_t anchor_position = cache_.length();
-  return base::CatchTorchErrors("verify", [&]() -> absl::StatusOr<TargetStep> {
-    absl::StatusOr<model::ForwardOutput> verify = target_->ForwardBlock(
-        block, cache_,
-        {.logit_rows = model::LogitRows::kAll, .hidden_states = options_.hidden_states});
-    if (!verify.ok()) return verify.status();
-    const size_t before = generated_.size();
-    absl::StatusOr<int64_t> accepted =
-        AcceptDrafts(verify->logits, block, sampler_, options_.prompt, generated_,
-                     [this](int64_t token) -> absl::StatusOr<bool> {
-                       generated_.push_back(token);
-                       return std::find(options_.ending_ids.begin(), options_.ending_ids.end(),
-                                        token) != options_.ending_ids.end();
-                     });
-    if (!accepted.ok()) return accepted.status();
-    const int64_t committed = *accepted + 1;  // the anchor and the accepted drafts
-    if (absl::Status rolled = cache_.Rollback(committed); !rolled.ok()) return rolled;
-    TargetStep step;
-    step.tokens.ids.assign(generated_.begin() + static_cast<int64_t>(before), generated_.end());
-    step.tokens.logprobs = Logprobs(verify->logits, committed);
-    step.context = {.begin = anchor_position,
-                    .ids = std::vector<int64_t>(block.begin(), block.begin() + committed),
-                    .rows = ContextRows(verify->hidden_states, committed)};
-    return step;
-  });
+  block_ = {generated_.back()};
+  block_.insert(block_.end(), drafts.begin(), drafts.end());
+  phase_ = Phase::kVerify;
+  return absl::OkStatus();
+}
+
+int64_t TargetSession::next_rows() const {
+  if (phase_ == Phase::kVerify) return static_cast<int64_t>(block_.size());
+  const auto prompt_length = static_cast<int64_t>(options_.prompt.size());
+  const int64_t chunk = options_.prefill_chunk > 0 ? options_.prefill_chunk : prompt_length;
+  return std::min(chunk, prompt_length - prefilled_);
+}
+
+model::SequenceInput TargetSession::NextForward() {
+  if (phase_ == Phase::kVerify) {
+    return {
+        .ids = block_,
+        .cache = &cache_,
+        .options = {.logit_rows = model::LogitRows::kAll, .hidden_states = options_.hidden_states},
+        .keep_for_rollback = true};
+  }
+  const int64_t rows = next_rows();
+  const bool last = prefilled_ + rows == static_cast<int64_t>(options_.prompt.size());
+  return {.ids = std::span<const int64_t>(options_.prompt).subspan(prefilled_, rows),
+          .cache = &cache_,
+          .options = {.logit_rows = last ? model::LogitRows::kLast : model::LogitRows::kNone,
+                      .hidden_states = options_.hidden_states},
+          .keep_for_rollback = false};
+}
+
+std::optional<absl::StatusOr<TargetStep>> TargetSession::FinishForward(
+    absl::StatusOr<model::ForwardOutput> output) {
+  const Phase phase = phase_;
+  const int64_t rows = next_rows();
+  phase_ = Phase::kBroken;  // until the step ends well
+  if (!output.ok()) return output.status();
+  std::optional<absl::StatusOr<TargetStep>> step;
+  const absl::Status status =
+      base::CatchTorchErrors(phase == Phase::kVerify ? "verify" : "prefill", [&]() -> absl::Status {
+        if (phase == Phase::kVerify) {
+          step = FinishVerify(*output);
+          return absl::OkStatus();
+        }
+        if (!output->hidden_states.empty()) {
+          prompt_rows_.push_back(at::cat(output->hidden_states, /*dim=*/1));
+        }
+        prefilled_ += rows;
+        if (prefilled_ < static_cast<int64_t>(options_.prompt.size())) {
+          phase_ = Phase::kPrefill;  // more chunks to come
+          return absl::OkStatus();
+        }
+        step = FinishPrefill(*output);
+        return absl::OkStatus();
+      });
+  if (!status.ok()) return status;
+  if (step.has_value() && step->ok()) phase_ = Phase::kIdle;
+  return step;
+}
+
+absl::StatusOr<TargetStep> TargetSession::FinishPrefill(const model::ForwardOutput& last_chunk) {
+  TargetStep step;
+  step.tokens.ids = {sampler_.Sample(last_chunk.logits.select(0, 0), options_.prompt, {})};
+  generated_ = step.tokens.ids;
+  step.tokens.logprobs = Logprobs(last_chunk.logits, 1);
+  step.context = {.begin = 0, .ids = options_.prompt, .rows = {}};
+  if (!prompt_rows_.empty()) {
+    step.context.rows = prompt_rows_.size() == 1 ? prompt_rows_.front() : at::cat(prompt_rows_, 0);
+  }
+  prompt_rows_.clear();
+  return step;
+}
+
+absl::StatusOr<TargetStep> TargetSession::FinishVerify(const model::ForwardOutput& output) {
+  const size_t before = generated_.size();
+  absl::StatusOr<int64_t> accepted =
+      AcceptDrafts(output.logits, block_, sampler_, options_.prompt, generated_,
+                   [this](int64_t token) -> absl::StatusOr<bool> {
+                     generated_.push_back(token);
+                     return std::find(options_.ending_ids.begin(), options_.ending_ids.end(),
+                                      token) != options_.ending_ids.end();
+                   });
+  if (!accepted.ok()) return accepted.status();
+  const int64_t committed = *accepted + 1;  // the anchor and the accepted drafts
+  const int64_t anchor_position = cache_.length() - static_cast<int64_t>(block_.size());
+  if (absl::Status rolled = cache_.Rollback(committed); !rolled.ok()) return rolled;
+  TargetStep step;
+  step.tokens.ids.assign(generated_.begin() + static_cast<int64_t>(before), generated_.end());
+  step.tokens.logprobs = Logprobs(output.logits, committed);
+  step.context = {.begin = anchor_position,
+                  .ids = std::vector<int64_t>(block_.begin(), block_.begin() + committed),
+                  .rows = ContextRows(output.hidden_states, committed)};
+  return step;
 }
 
 at::Tensor TargetSession::ContextRows(const std::vector<at::Tensor>& hidden_states,

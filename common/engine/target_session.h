@@ -1,11 +1,14 @@
 #pragma once
-// One request's sequence on the target: its cache, sampler, prompt and output so far. Prefill runs
-// the prompt and samples the first token; each Verify runs one block [anchor, drafts…] in one
-// forward, emits the drafts that equal the target's own choice plus the target's next token
-// (AcceptDrafts) and rolls the cache back to them. Each step returns the positions it committed
-// with their tapped hidden states, which the drafter takes in next. In-process ports call it
-// directly; the target-verifier service is a table of these.
+// One request's sequence on the target: its cache, sampler, prompt and output so far. A prefill
+// runs the prompt (in chunks of fixed size, so its arithmetic never depends on what else runs)
+// and samples the first token; each verify runs one block [anchor, drafts…] in one forward, emits
+// the drafts that equal the target's own choice plus the target's next token (AcceptDrafts) and
+// rolls the cache back to them. Each step returns the positions it committed with their tapped
+// hidden states, which the drafter takes in next. A step is begun, fed forward by forward — the
+// TargetBatcher puts many sessions' forwards into one — and returned by the forward that ends it.
+// In-process ports and the target-verifier service's table both hold these.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -30,6 +33,9 @@ struct TargetSessionOptions {
   int64_t max_length = 0;
   // -1: no log-probabilities; k ≥ 0: each emitted token's, with its row's k most likely tokens.
   int64_t top_logprobs = -1;
+  // Prompt tokens per prefill forward: attention materialises [heads, T, context] scores, and a
+  // long prompt in pieces lets other sequences' steps run between them.
+  int64_t prefill_chunk = 512;
 };
 
 struct TargetStep {
@@ -45,17 +51,33 @@ class TargetSession {
   static absl::StatusOr<TargetSession> Open(const model::Qwen35Model& target,
                                             TargetSessionOptions options);
 
-  // Once, first. A LibTorch failure is INTERNAL and leaves the session unusable.
-  absl::StatusOr<TargetStep> Prefill();
-  // After Prefill, with up to the room left minus one drafts (OUT_OF_RANGE beyond it,
+  // The prefill; once, first.
+  absl::Status BeginPrefill();
+  // After the prefill, with up to the room left minus one drafts (OUT_OF_RANGE beyond it,
   // INVALID_ARGUMENT for ids outside the vocabulary; neither changes anything).
-  absl::StatusOr<TargetStep> Verify(std::span<const int64_t> drafts);
+  absl::Status BeginVerify(std::span<const int64_t> drafts);
+
+  // The next forward of the step begun: a prompt chunk, or the whole block. Valid until
+  // FinishForward.
+  model::SequenceInput NextForward();
+  // Rows NextForward feeds, and whether they are a verify block (which goes before prompt chunks).
+  int64_t next_rows() const;
+  bool verifying() const { return phase_ == Phase::kVerify; }
+  // Takes the output of NextForward's forward; the step, once its last forward ran. An error
+  // (including a failed forward's, which the caller passes in) is INTERNAL for LibTorch failures
+  // and leaves the session unusable.
+  std::optional<absl::StatusOr<TargetStep>> FinishForward(
+      absl::StatusOr<model::ForwardOutput> output);
 
   uint64_t seed() const { return options_.sampling.seed; }
 
  private:
+  enum class Phase { kIdle, kPrefill, kVerify, kBroken };
+
   // Tokens the sequence may still take.
   int64_t room() const;
+  absl::StatusOr<TargetStep> FinishPrefill(const model::ForwardOutput& last_chunk);
+  absl::StatusOr<TargetStep> FinishVerify(const model::ForwardOutput& output);
   TargetSession(const model::Qwen35Model& target, TargetSessionOptions options,
                 model::Qwen35Cache cache);
 
@@ -68,6 +90,10 @@ class TargetSession {
   model::Qwen35Cache cache_;
   model::Sampler sampler_;
   std::vector<int64_t> generated_;  // emitted tokens; the last is the pending anchor
+  Phase phase_ = Phase::kIdle;
+  int64_t prefilled_ = 0;                // prompt tokens fed so far
+  std::vector<at::Tensor> prompt_rows_;  // their context rows, chunk by chunk
+  std::vector<int64_t> block_;           // the verify block in flight
 };
 
 // OK when every id of `ids` is in a vocabulary of `vocab_size`.

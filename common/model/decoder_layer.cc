@@ -39,17 +39,11 @@ LayerCache DecoderLayer::NewCache(int64_t max_length, const ModelOptions& option
   return std::get<GatedAttention>(mixer_).NewCache(max_length, options);
 }
 
-at::Tensor DecoderLayer::Forward(const at::Tensor& x, LayerCache& cache,
+at::Tensor DecoderLayer::Forward(const at::Tensor& x, std::span<LayerCache* const> caches,
                                  const ForwardContext& context) const {
   const at::Tensor normed = input_layernorm_.Forward(x);
-  at::Tensor mixed;
-  if (const auto* delta_net = std::get_if<GatedDeltaNet>(&mixer_)) {
-    mixed =
-        delta_net->Forward(normed, std::get<GatedDeltaNetState>(cache), context.keep_for_rollback);
-  } else {
-    mixed = std::get<GatedAttention>(mixer_).Forward(normed, std::get<KvCache>(cache),
-                                                     context.start, context.angles);
-  }
+  const at::Tensor mixed =
+      std::visit([&](const auto& mixer) { return mixer.Forward(normed, caches, context); }, mixer_);
   const at::Tensor h = x + mixed;
   return h + mlp_.Forward(post_attention_layernorm_.Forward(h));
 }

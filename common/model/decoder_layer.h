@@ -4,9 +4,11 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <span>
 #include <variant>
 
 #include "common/io/qwen35_config.h"
+#include "common/model/forward_context.h"
 #include "common/model/gated_attention.h"
 #include "common/model/gated_delta_net.h"
 #include "common/model/mlp.h"
@@ -17,19 +19,14 @@
 
 namespace specd::model {
 
-// What every layer of one forward call shares.
-struct ForwardContext {
-  int64_t start = 0;  // position of the first token
-  RotaryAngles angles;
-  bool keep_for_rollback = false;  // a verify block
-};
-
 class DecoderLayer {
  public:
   // Reads `layers.<index>.*`.
   static DecoderLayer Load(WeightReader& reader, const io::Qwen35TextConfig& config, int64_t index);
 
-  at::Tensor Forward(const at::Tensor& x, LayerCache& cache, const ForwardContext& context) const;
+  // x [rows, hidden]; caches[i] is this layer's cache of context.sequences[i].
+  at::Tensor Forward(const at::Tensor& x, std::span<LayerCache* const> caches,
+                     const ForwardContext& context) const;
 
   LayerCache NewCache(int64_t max_length, const ModelOptions& options) const;
 

@@ -39,31 +39,50 @@ at::Tensor DFlashAttention::Values(const at::Tensor& x) const {
   return v_proj_.Forward(x).view({x.size(0), kv_heads_, head_dim_});
 }
 
-void DFlashAttention::AppendContext(const at::Tensor& context, KvCache& cache, int64_t start,
-                                    const RotaryAngles& angles) const {
-  cache.Write(start, Keys(context, angles), Values(context));
+at::Tensor DFlashAttention::Queries(const at::Tensor& x, const RotaryAngles& angles) const {
+  return ApplyRotary(q_norm_.Forward(q_proj_.Forward(x).view({x.size(0), heads_, head_dim_})),
+                     angles);
 }
 
-at::Tensor DFlashAttention::Forward(const at::Tensor& x, const KvCache& cache,
-                                    int64_t context_length, const RotaryAngles& angles,
-                                    int64_t window) const {
-  const int64_t length = x.size(0);
-  // A window masks nothing until context and block outgrow it. Context keys further than the
-  // window from the first query are invisible to every query, so they are not read at all.
-  const bool windowed = window > 0 && context_length + length > window;
-  const int64_t first_key = windowed ? std::max<int64_t>(0, context_length - (window - 1)) : 0;
-  const int64_t visible_context = context_length - first_key;
-  const at::Tensor keys = at::cat(  // [kv_heads, visible_context + B, head_dim]
-      {cache.Keys(context_length).narrow(1, first_key, visible_context),
-       Keys(x, angles).transpose(0, 1)},
-      1);
-  const at::Tensor values =
-      at::cat({cache.Values(context_length).narrow(1, first_key, visible_context),
-               Values(x).transpose(0, 1)},
-              1);
-  return Attend(x, angles, keys, values,
-                windowed ? ops::Visibility::Window(context_length, first_key, window)
-                         : ops::Visibility::All());
+void DFlashAttention::AppendContext(const at::Tensor& context, std::span<KvCache* const> caches,
+                                    const ForwardContext& sequences) const {
+  const at::Tensor keys = Keys(context, sequences.angles);
+  const at::Tensor values = Values(context);
+  for (size_t i = 0; i < caches.size(); ++i) {
+    const SequenceRows& rows = sequences.sequences[i];
+    caches[i]->Write(rows.start, keys.narrow(0, rows.row, rows.length),
+                     values.narrow(0, rows.row, rows.length));
+  }
+}
+
+at::Tensor DFlashAttention::Forward(const at::Tensor& x, std::span<const KvCache* const> caches,
+                                    const ForwardContext& blocks,
+                                    std::span<const int64_t> windows) const {
+  const at::Tensor queries = Queries(x, blocks.angles);
+  const at::Tensor block_keys = Keys(x, blocks.angles);
+  const at::Tensor block_values = Values(x);
+  const at::Tensor attended = PerSequence(blocks, [&](size_t i, const SequenceRows& block) {
+    const int64_t context_length = block.start;
+    const int64_t window = windows[i];
+    // A window masks nothing until context and block outgrow it. Context keys further than the
+    // window from the first query are invisible to every query, so they are not read at all.
+    const bool windowed = window > 0 && context_length + block.length > window;
+    const int64_t first_key = windowed ? std::max<int64_t>(0, context_length - (window - 1)) : 0;
+    const int64_t visible_context = context_length - first_key;
+    const KvCache& cache = *caches[i];
+    const at::Tensor keys = at::cat(  // [kv_heads, visible_context + B, head_dim]
+        {cache.Keys(context_length).narrow(1, first_key, visible_context),
+         block_keys.narrow(0, block.row, block.length).transpose(0, 1)},
+        1);
+    const at::Tensor values =
+        at::cat({cache.Values(context_length).narrow(1, first_key, visible_context),
+                 block_values.narrow(0, block.row, block.length).transpose(0, 1)},
+                1);
+    return ops::Attention(queries.narrow(0, block.row, block.length), keys, values,
+                          windowed ? ops::Visibility::Window(context_length, first_key, window)
+                                   : ops::Visibility::All());
+  });
+  return o_proj_.Forward(attended.reshape({x.size(0), heads_ * head_dim_}));
 }
 
 at::Tensor DFlashAttention::ForwardMasked(const at::Tensor& x, const RotaryAngles& angles,
@@ -73,17 +92,9 @@ at::Tensor DFlashAttention::ForwardMasked(const at::Tensor& x, const RotaryAngle
   const at::Tensor keys =
       at::cat({Keys(context, context_angles), Keys(x, angles)}, 0).transpose(0, 1);
   const at::Tensor values = at::cat({Values(context), Values(x)}, 0).transpose(0, 1);
-  return Attend(x, angles, keys, values, ops::Visibility::Mask(visible));
-}
-
-at::Tensor DFlashAttention::Attend(const at::Tensor& x, const RotaryAngles& angles,
-                                   const at::Tensor& keys, const at::Tensor& values,
-                                   const ops::Visibility& visibility) const {
-  const int64_t length = x.size(0);
-  const at::Tensor q =
-      ApplyRotary(q_norm_.Forward(q_proj_.Forward(x).view({length, heads_, head_dim_})), angles);
   return o_proj_.Forward(
-      ops::Attention(q, keys, values, visibility).reshape({length, heads_ * head_dim_}));
+      ops::Attention(Queries(x, angles), keys, values, ops::Visibility::Mask(visible))
+          .reshape({x.size(0), heads_ * head_dim_}));
 }
 
 }  // namespace specd::model

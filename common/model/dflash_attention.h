@@ -7,9 +7,11 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "common/io/dflash_config.h"
+#include "common/model/forward_context.h"
 #include "common/model/kv_cache.h"
 #include "common/model/linear.h"
 #include "common/model/ops/ops.h"
@@ -27,16 +29,16 @@ class DFlashAttention {
 
   KvCache NewCache(int64_t max_length, const ModelOptions& options) const;
 
-  // Writes the keys and values of context features [n, hidden] at positions [start, start + n)
-  // of `cache`; `angles` are those positions'.
-  void AppendContext(const at::Tensor& context, KvCache& cache, int64_t start,
-                     const RotaryAngles& angles) const;
+  // Writes the keys and values of context features [rows, hidden]: sequence i's rows
+  // (`sequences.sequences[i]`, at their positions) into caches[i].
+  void AppendContext(const at::Tensor& context, std::span<KvCache* const> caches,
+                     const ForwardContext& sequences) const;
 
-  // x [B, hidden]: the block at positions [context_length, context_length + B) (`angles`),
-  // attending to the cache's first context_length positions and to the whole block. `window`
-  // as DraftOptions::window says (0: no window).
-  at::Tensor Forward(const at::Tensor& x, const KvCache& cache, int64_t context_length,
-                     const RotaryAngles& angles, int64_t window) const;
+  // x [rows, hidden]: sequence i's block at positions [start, start + B) (`blocks.sequences[i]`),
+  // attending to the first `start` positions of caches[i] and to its whole block. windows[i] as
+  // DraftOptions::window says (0: no window).
+  at::Tensor Forward(const at::Tensor& x, std::span<const KvCache* const> caches,
+                     const ForwardContext& blocks, std::span<const int64_t> windows) const;
 
   // Training: x [L, hidden] holds many blocks at once (`angles` their positions), attending to
   // every position of `context` [S, hidden] (`context_angles`) and to the block rows, as
@@ -48,9 +50,7 @@ class DFlashAttention {
  private:
   at::Tensor Keys(const at::Tensor& x, const RotaryAngles& angles) const;  // [T, kv_heads, d]
   at::Tensor Values(const at::Tensor& x) const;
-  // Queries x's rows (`angles`) against keys and values [kv_heads, K, head_dim].
-  at::Tensor Attend(const at::Tensor& x, const RotaryAngles& angles, const at::Tensor& keys,
-                    const at::Tensor& values, const ops::Visibility& visibility) const;
+  at::Tensor Queries(const at::Tensor& x, const RotaryAngles& angles) const;  // [T, heads, d]
 
   int64_t heads_ = 0;
   int64_t kv_heads_ = 0;

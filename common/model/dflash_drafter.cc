@@ -160,27 +160,57 @@ absl::Status DFlashDrafter::CheckCache(const DFlashCache& cache) const {
 
 absl::Status DFlashDrafter::AppendContext(const at::Tensor& target_hidden,
                                           DFlashCache& cache) const {
-  if (absl::Status status = CheckCache(cache); !status.ok()) return status;
-  if (!target_hidden.defined() || target_hidden.dim() != 2 ||
-      target_hidden.size(1) != fc_.in_features()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "context features must be [n, ", fc_.in_features(), "], got ", ShapeString(target_hidden)));
-  }
-  const int64_t count = target_hidden.size(0);
-  if (cache.length() + count > cache.max_length()) {
-    return absl::OutOfRangeError(absl::StrCat("drafter cache holds ", cache.length(), " of ",
-                                              cache.max_length(), " positions; ", count,
-                                              " more do not fit"));
-  }
-  if (count == 0) return absl::OkStatus();
-  return CatchTorchErrors("DFlash context projection", [&]() -> absl::Status {
-    const at::Tensor context =
-        hidden_norm_.Forward(fc_.Forward(target_hidden.to(options_.device, options_.dtype)));
-    const RotaryAngles angles = rotary_.Angles(cache.length(), count);
-    for (size_t i = 0; i < layers_.size(); ++i) {
-      layers_[i].self_attn.AppendContext(context, cache.layer(i), cache.length(), angles);
+  const ContextInput input{.target_hidden = target_hidden, .cache = &cache};
+  return AppendContexts({&input, 1});
+}
+
+absl::Status DFlashDrafter::AppendContexts(std::span<const ContextInput> batch) const {
+  ForwardContext sequences;
+  std::vector<DFlashCache*> appended;  // the caches that take rows, in row order
+  std::vector<at::Tensor> features;
+  std::vector<int64_t> positions;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const ContextInput& input = batch[i];
+    if (input.cache == nullptr) return absl::InvalidArgumentError("a context has no cache");
+    const DFlashCache& cache = *input.cache;
+    if (absl::Status status = CheckCache(cache); !status.ok()) return status;
+    const at::Tensor& hidden = input.target_hidden;
+    if (!hidden.defined() || hidden.dim() != 2 || hidden.size(1) != fc_.in_features()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "context features must be [n, ", fc_.in_features(), "], got ", ShapeString(hidden)));
     }
-    cache.Append(count);
+    const int64_t count = hidden.size(0);
+    if (cache.length() + count > cache.max_length()) {
+      return absl::OutOfRangeError(absl::StrCat("drafter cache holds ", cache.length(), " of ",
+                                                cache.max_length(), " positions; ", count,
+                                                " more do not fit"));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (batch[j].cache == input.cache) {
+        return absl::InvalidArgumentError("two contexts of one batch share a cache");
+      }
+    }
+    if (count == 0) continue;
+    sequences.sequences.push_back(
+        {.row = static_cast<int64_t>(positions.size()), .length = count, .start = cache.length()});
+    appended.push_back(input.cache);
+    features.push_back(hidden);
+    for (int64_t t = 0; t < count; ++t) positions.push_back(cache.length() + t);
+  }
+  if (appended.empty()) return absl::OkStatus();
+  return CatchTorchErrors("DFlash context projection", [&]() -> absl::Status {
+    sequences.angles = rotary_.Angles(at::tensor(positions, at::kLong).to(options_.device));
+    const at::Tensor rows = features.size() == 1 ? features.front() : at::cat(features, 0);
+    const at::Tensor context =
+        hidden_norm_.Forward(fc_.Forward(rows.to(options_.device, options_.dtype)));
+    std::vector<KvCache*> caches(appended.size());
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      for (size_t s = 0; s < appended.size(); ++s) caches[s] = &appended[s]->layer(i);
+      layers_[i].self_attn.AppendContext(context, caches, sequences);
+    }
+    for (size_t s = 0; s < appended.size(); ++s) {
+      appended[s]->Append(sequences.sequences[s].length);
+    }
     return absl::OkStatus();
   });
 }
@@ -188,25 +218,46 @@ absl::Status DFlashDrafter::AppendContext(const at::Tensor& target_hidden,
 absl::StatusOr<at::Tensor> DFlashDrafter::DraftBlock(const at::Tensor& block_embeddings,
                                                      const DFlashCache& cache,
                                                      const DraftOptions& options) const {
-  if (absl::Status status = CheckCache(cache); !status.ok()) return status;
-  if (!block_embeddings.defined() || block_embeddings.dim() != 2 || block_embeddings.size(0) == 0 ||
-      block_embeddings.size(1) != config_.hidden_size) {
-    return absl::InvalidArgumentError(absl::StrCat("block embeddings must be [B ≥ 1, ",
-                                                   config_.hidden_size, "], got ",
-                                                   ShapeString(block_embeddings)));
-  }
-  if (options.window < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("attention window ", options.window, " is negative"));
+  const BlockInput input{.embeddings = block_embeddings, .cache = &cache, .options = options};
+  return DraftBlocks({&input, 1});
+}
+
+absl::StatusOr<at::Tensor> DFlashDrafter::DraftBlocks(std::span<const BlockInput> batch) const {
+  if (batch.empty()) return absl::InvalidArgumentError("an empty batch of blocks");
+  ForwardContext blocks;
+  std::vector<int64_t> windows;
+  std::vector<at::Tensor> embeddings;
+  std::vector<int64_t> positions;
+  int64_t rows = 0;
+  for (const BlockInput& input : batch) {
+    if (input.cache == nullptr) return absl::InvalidArgumentError("a block has no cache");
+    if (absl::Status status = CheckCache(*input.cache); !status.ok()) return status;
+    const at::Tensor& block = input.embeddings;
+    if (!block.defined() || block.dim() != 2 || block.size(0) == 0 ||
+        block.size(1) != config_.hidden_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "block embeddings must be [B ≥ 1, ", config_.hidden_size, "], got ", ShapeString(block)));
+    }
+    if (input.options.window < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attention window ", input.options.window, " is negative"));
+    }
+    const int64_t start = input.cache->length();
+    blocks.sequences.push_back({.row = rows, .length = block.size(0), .start = start});
+    windows.push_back(input.options.window);
+    embeddings.push_back(block);
+    for (int64_t t = 0; t < block.size(0); ++t) positions.push_back(start + t);
+    rows += block.size(0);
   }
   return CatchTorchErrors("DFlash draft block", [&]() -> absl::StatusOr<at::Tensor> {
-    const int64_t start = cache.length();
-    const RotaryAngles angles = rotary_.Angles(start, block_embeddings.size(0));
-    at::Tensor h = block_embeddings.to(options_.device, options_.dtype);
+    blocks.angles = rotary_.Angles(at::tensor(positions, at::kLong).to(options_.device));
+    at::Tensor h = (embeddings.size() == 1 ? embeddings.front() : at::cat(embeddings, 0))
+                       .to(options_.device, options_.dtype);
+    std::vector<const KvCache*> caches(batch.size());
     for (size_t i = 0; i < layers_.size(); ++i) {
       const Layer& layer = layers_[i];
-      h = h + layer.self_attn.Forward(layer.input_layernorm.Forward(h), cache.layer(i), start,
-                                      angles, options.window);
+      for (size_t s = 0; s < batch.size(); ++s) caches[s] = &batch[s].cache->layer(i);
+      h = h + layer.self_attn.Forward(layer.input_layernorm.Forward(h), caches, blocks, windows);
       h = h + layer.mlp.Forward(layer.post_attention_layernorm.Forward(h));
     }
     return norm_.Forward(h);

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -33,6 +34,19 @@ struct DraftOptions {
   // masked while context and block together fit in W positions. It bounds the attention only:
   // the cache keeps every position. 0: no window.
   int64_t window = 0;
+};
+
+// One sequence's part of DFlashDrafter::AppendContexts.
+struct ContextInput {
+  at::Tensor target_hidden;  // [n, taps · hidden]
+  DFlashCache* cache = nullptr;
+};
+
+// One sequence's part of DFlashDrafter::DraftBlocks.
+struct BlockInput {
+  at::Tensor embeddings;  // [B, hidden]
+  const DFlashCache* cache = nullptr;
+  DraftOptions options = {};
 };
 
 class DFlashDrafter {
@@ -63,6 +77,10 @@ class DFlashDrafter {
   // cache.length() + n): fc and hidden_norm, then every layer's keys and values of them.
   absl::Status AppendContext(const at::Tensor& target_hidden, DFlashCache& cache) const;
 
+  // AppendContext of every input in one forward (fc, norm and projections over all their rows);
+  // the caches must be distinct. Checks every input before changing any cache.
+  absl::Status AppendContexts(std::span<const ContextInput> batch) const;
+
   // The draft hidden states [B, hidden] (after the final norm) of the block whose input
   // embeddings are `block_embeddings` [B, hidden], at positions [cache.length(),
   // cache.length() + B). The block's own keys and values are not kept. Rows 1… through the
@@ -70,6 +88,10 @@ class DFlashDrafter {
   absl::StatusOr<at::Tensor> DraftBlock(const at::Tensor& block_embeddings,
                                         const DFlashCache& cache,
                                         const DraftOptions& options = {}) const;
+
+  // DraftBlock of every input in one forward: their draft hidden states stacked [ΣB, hidden],
+  // block i's rows after those of the blocks before it.
+  absl::StatusOr<at::Tensor> DraftBlocks(std::span<const BlockInput> batch) const;
 
   // Training (research/dflash.md §4.1): the draft hidden states [N·B, hidden] of N blocks of B
   // in one forward, differentiable. Block j is rows [jB, (j + 1)B) of `block_embeddings`, at

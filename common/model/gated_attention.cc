@@ -28,23 +28,27 @@ KvCache GatedAttention::NewCache(int64_t max_length, const ModelOptions& options
   return KvCache(kv_heads_, head_dim_, max_length, options);
 }
 
-at::Tensor GatedAttention::Forward(const at::Tensor& x, KvCache& cache, int64_t start,
-                                   const RotaryAngles& angles) const {
-  const int64_t length = x.size(0);
-  const at::Tensor query_and_gate = q_proj_.Forward(x).view({length, heads_, 2 * head_dim_});
+at::Tensor GatedAttention::Forward(const at::Tensor& x, std::span<LayerCache* const> caches,
+                                   const ForwardContext& context) const {
+  const int64_t rows = x.size(0);
+  const at::Tensor query_and_gate = q_proj_.Forward(x).view({rows, heads_, 2 * head_dim_});
   const at::Tensor gate = query_and_gate.narrow(-1, head_dim_, head_dim_);
   const at::Tensor q =
-      ApplyRotary(q_norm_.Forward(query_and_gate.narrow(-1, 0, head_dim_)), angles);
-  const at::Tensor k =
-      ApplyRotary(k_norm_.Forward(k_proj_.Forward(x).view({length, kv_heads_, head_dim_})), angles);
-  cache.Write(start, k, v_proj_.Forward(x).view({length, kv_heads_, head_dim_}));
-
-  const int64_t context = start + length;
-  // Query t sits at position start + t and sees the cache's keys up to there.
-  const at::Tensor attended =
-      ops::Attention(q, cache.Keys(context), cache.Values(context), ops::Visibility::Causal(start))
-          .reshape({length, heads_ * head_dim_});
-  return o_proj_.Forward(attended * at::sigmoid(gate.reshape({length, heads_ * head_dim_})));
+      ApplyRotary(q_norm_.Forward(query_and_gate.narrow(-1, 0, head_dim_)), context.angles);
+  const at::Tensor k = ApplyRotary(
+      k_norm_.Forward(k_proj_.Forward(x).view({rows, kv_heads_, head_dim_})), context.angles);
+  const at::Tensor v = v_proj_.Forward(x).view({rows, kv_heads_, head_dim_});
+  const at::Tensor attended = PerSequence(context, [&](size_t i, const SequenceRows& sequence) {
+    KvCache& cache = std::get<KvCache>(*caches[i]);
+    cache.Write(sequence.start, k.narrow(0, sequence.row, sequence.length),
+                v.narrow(0, sequence.row, sequence.length));
+    const int64_t seen = sequence.start + sequence.length;
+    // Query t sits at position start + t and sees the cache's keys up to there.
+    return ops::Attention(q.narrow(0, sequence.row, sequence.length), cache.Keys(seen),
+                          cache.Values(seen), ops::Visibility::Causal(sequence.start));
+  });
+  return o_proj_.Forward(attended.reshape({rows, heads_ * head_dim_}) *
+                         at::sigmoid(gate.reshape({rows, heads_ * head_dim_})));
 }
 
 }  // namespace specd::model

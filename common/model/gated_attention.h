@@ -4,11 +4,14 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "common/io/qwen35_config.h"
+#include "common/model/forward_context.h"
 #include "common/model/kv_cache.h"
 #include "common/model/linear.h"
+#include "common/model/qwen35_cache.h"
 #include "common/model/rms_norm.h"
 #include "common/model/rope.h"
 #include "common/model/weight_reader.h"
@@ -21,10 +24,10 @@ class GatedAttention {
   static GatedAttention Load(WeightReader& reader, const io::Qwen35TextConfig& config,
                              const std::string& prefix);
 
-  // x [T, hidden] at positions [start, start + T); earlier positions come from `cache`, which
-  // receives this call's keys and values.
-  at::Tensor Forward(const at::Tensor& x, KvCache& cache, int64_t start,
-                     const RotaryAngles& angles) const;
+  // x [rows, hidden], the rows of context.sequences; sequence i's earlier positions come from
+  // caches[i] (a KvCache), which receives its keys and values.
+  at::Tensor Forward(const at::Tensor& x, std::span<LayerCache* const> caches,
+                     const ForwardContext& context) const;
 
   KvCache NewCache(int64_t max_length, const ModelOptions& options) const;
 

@@ -44,34 +44,44 @@ GatedDeltaNetState GatedDeltaNet::NewState(const ModelOptions& options) const {
   return GatedDeltaNetState(dims_, options);
 }
 
-at::Tensor GatedDeltaNet::Forward(const at::Tensor& x, GatedDeltaNetState& state,
-                                  bool keep_for_rollback) const {
-  const int64_t length = x.size(0);
+at::Tensor GatedDeltaNet::Forward(const at::Tensor& x, std::span<LayerCache* const> caches,
+                                  const ForwardContext& context) const {
+  const int64_t rows = x.size(0);
   const int64_t key_width = dims_.key_heads * dims_.key_dim;
-  const at::Tensor conv_inputs = in_proj_qkv_.Forward(x);  // [T, conv_channels]
-  const at::Tensor mixed =
-      at::silu(ops::CausalConv1d(conv_inputs, conv_weight_.squeeze(1), state.conv()));
+  const auto state_of = [&](size_t i) -> GatedDeltaNetState& {
+    return std::get<GatedDeltaNetState>(*caches[i]);
+  };
+  const at::Tensor conv_inputs = in_proj_qkv_.Forward(x);  // [rows, conv_channels]
+  const at::Tensor convolved = PerSequence(context, [&](size_t i, const SequenceRows& sequence) {
+    return ops::CausalConv1d(conv_inputs.narrow(0, sequence.row, sequence.length),
+                             conv_weight_.squeeze(1), state_of(i).conv());
+  });
+  const at::Tensor mixed = at::silu(convolved);
 
   // Each q/k head serves value_heads / key_heads consecutive value heads.
   const int64_t repeats = dims_.value_heads / dims_.key_heads;
   const auto heads_of = [&](int64_t offset, int64_t heads, int64_t dim) {
-    return mixed.narrow(1, offset, heads * dim).view({length, heads, dim}).to(at::kFloat);
+    return mixed.narrow(1, offset, heads * dim).view({rows, heads, dim}).to(at::kFloat);
   };
   const at::Tensor q = L2Normalised(heads_of(0, dims_.key_heads, dims_.key_dim)) /
                        std::sqrt(static_cast<double>(dims_.key_dim));
   const at::Tensor k = L2Normalised(heads_of(key_width, dims_.key_heads, dims_.key_dim));
-  DeltaRuleInputs inputs{
+  const DeltaRuleInputs inputs{
       .q = q.repeat_interleave(repeats, 1),
       .k = k.repeat_interleave(repeats, 1),
       .v = heads_of(2 * key_width, dims_.value_heads, dims_.value_dim),
       .g = -a_log_.exp() * at::softplus(in_proj_a_.Forward(x).to(at::kFloat) + dt_bias_),
       .beta = at::sigmoid(in_proj_b_.Forward(x).to(at::kFloat)),
   };
-  const at::Tensor core = state.Advance(conv_inputs, inputs, keep_for_rollback);
+  const at::Tensor core = PerSequence(context, [&](size_t i, const SequenceRows& sequence) {
+    return state_of(i).Advance(conv_inputs.narrow(0, sequence.row, sequence.length),
+                               inputs.Rows(sequence.row, sequence.length),
+                               sequence.keep_for_rollback);
+  });
 
-  const at::Tensor z = in_proj_z_.Forward(x).view({length, dims_.value_heads, dims_.value_dim});
+  const at::Tensor z = in_proj_z_.Forward(x).view({rows, dims_.value_heads, dims_.value_dim});
   const at::Tensor gated = norm_.Forward(core.to(x.scalar_type()), z);
-  return out_proj_.Forward(gated.reshape({length, dims_.value_heads * dims_.value_dim}));
+  return out_proj_.Forward(gated.reshape({rows, dims_.value_heads * dims_.value_dim}));
 }
 
 }  // namespace specd::model

@@ -4,11 +4,14 @@
 // gated RMSNorm per value head before the output projection.
 #include <ATen/core/Tensor.h>
 
+#include <span>
 #include <string>
 
 #include "common/io/qwen35_config.h"
+#include "common/model/forward_context.h"
 #include "common/model/gated_delta_net_state.h"
 #include "common/model/linear.h"
+#include "common/model/qwen35_cache.h"
 #include "common/model/rms_norm.h"
 #include "common/model/weight_reader.h"
 
@@ -21,8 +24,10 @@ class GatedDeltaNet {
   static GatedDeltaNet Load(WeightReader& reader, const io::Qwen35TextConfig& config,
                             const std::string& prefix);
 
-  // x [T, hidden], continuing the sequence `state` holds.
-  at::Tensor Forward(const at::Tensor& x, GatedDeltaNetState& state, bool keep_for_rollback) const;
+  // x [rows, hidden], the rows of context.sequences; sequence i continues what caches[i] (a
+  // GatedDeltaNetState) holds.
+  at::Tensor Forward(const at::Tensor& x, std::span<LayerCache* const> caches,
+                     const ForwardContext& context) const;
 
   GatedDeltaNetState NewState(const ModelOptions& options) const;
 

@@ -17,9 +17,9 @@ at::Tensor ConvStateAfter(const at::Tensor& state, const at::Tensor& x) {
 
 }  // namespace
 
-DeltaRuleInputs DeltaRuleInputs::Prefix(int64_t length) const {
-  return {q.narrow(0, 0, length), k.narrow(0, 0, length), v.narrow(0, 0, length),
-          g.narrow(0, 0, length), beta.narrow(0, 0, length)};
+DeltaRuleInputs DeltaRuleInputs::Rows(int64_t first, int64_t count) const {
+  return {q.narrow(0, first, count), k.narrow(0, first, count), v.narrow(0, first, count),
+          g.narrow(0, first, count), beta.narrow(0, first, count)};
 }
 
 GatedDeltaNetState::GatedDeltaNetState(const GatedDeltaNetDims& dims, const ModelOptions& options) {
@@ -60,7 +60,7 @@ void GatedDeltaNetState::RollbackBlock(int64_t accepted) {
     recurrent_.copy_(block_start_recurrent_);
     return;
   }
-  const auto& [q, k, v, g, beta] = block.inputs.Prefix(accepted);
+  const auto& [q, k, v, g, beta] = block.inputs.Rows(0, accepted);
   ops::ChunkedGatedDeltaRule(q, k, v, g, beta, block_start_recurrent_, recurrent_);
 }
 

@@ -29,7 +29,8 @@ struct GatedDeltaNetDims {
 struct DeltaRuleInputs {
   at::Tensor q, k, v, g, beta;
 
-  DeltaRuleInputs Prefix(int64_t length) const;
+  // Tokens [first, first + count).
+  DeltaRuleInputs Rows(int64_t first, int64_t count) const;
 };
 
 class GatedDeltaNetState {

@@ -105,60 +105,132 @@ absl::StatusOr<ForwardOutput> Qwen35Model::ForwardBlock(std::span<const int64_t>
 absl::StatusOr<ForwardOutput> Qwen35Model::Run(std::span<const int64_t> ids, Qwen35Cache& cache,
                                                const ForwardOptions& options,
                                                bool keep_for_rollback) const {
-  if (ids.empty()) return absl::InvalidArgumentError("no tokens to feed");
-  if (cache.length() + static_cast<int64_t>(ids.size()) > cache.max_length()) {
+  const SequenceInput input{
+      .ids = ids, .cache = &cache, .options = options, .keep_for_rollback = keep_for_rollback};
+  absl::StatusOr<std::vector<ForwardOutput>> outputs = ForwardBatch({&input, 1});
+  if (!outputs.ok()) return outputs.status();
+  return std::move(outputs->front());
+}
+
+absl::Status Qwen35Model::CheckInput(const SequenceInput& input) const {
+  if (input.cache == nullptr) return absl::InvalidArgumentError("a sequence has no cache");
+  const Qwen35Cache& cache = *input.cache;
+  if (input.ids.empty()) return absl::InvalidArgumentError("no tokens to feed");
+  if (cache.length() + static_cast<int64_t>(input.ids.size()) > cache.max_length()) {
     return absl::OutOfRangeError(absl::StrCat("cache holds ", cache.length(), " of ",
-                                              cache.max_length(), " tokens; ", ids.size(),
+                                              cache.max_length(), " tokens; ", input.ids.size(),
                                               " more do not fit"));
   }
-  for (const int64_t id : ids) {
+  for (const int64_t id : input.ids) {
     if (id < 0 || id >= config_.vocab_size) {
       return absl::InvalidArgumentError(absl::StrCat(
           "token id ", id, " is outside the vocabulary [0, ", config_.vocab_size, ")"));
     }
   }
-  for (const int64_t index : options.hidden_states) {
+  for (const int64_t index : input.options.hidden_states) {
     if (index < 0 || index > config_.num_hidden_layers) {
       return absl::InvalidArgumentError(
           absl::StrCat("hidden state ", index, " is not in [0, ", config_.num_hidden_layers, "]"));
     }
   }
-  return CatchTorchErrors("Qwen3.5 forward", [&] {
-    const at::Tensor id_tensor =
-        at::tensor(std::vector<int64_t>(ids.begin(), ids.end()), at::kLong).to(options_.device);
-    return Forward(id_tensor, cache, options, keep_for_rollback);
-  });
+  return absl::OkStatus();
 }
 
-ForwardOutput Qwen35Model::Forward(const at::Tensor& ids, Qwen35Cache& cache,
-                                   const ForwardOptions& options, bool keep_for_rollback) const {
-  const int64_t length = ids.size(0);
-  const ForwardContext context{
-      .start = cache.length(),
-      .angles = rotary_.Angles(cache.length(), length),
-      .keep_for_rollback = keep_for_rollback,
-  };
-  // transformers' hidden_states list, filled only at the indices asked for.
+absl::StatusOr<std::vector<ForwardOutput>> Qwen35Model::ForwardBatch(
+    std::span<const SequenceInput> batch) const {
+  if (batch.empty()) return absl::InvalidArgumentError("an empty batch");
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (absl::Status checked = CheckInput(batch[i]); !checked.ok()) return checked;
+    for (size_t j = 0; j < i; ++j) {
+      if (batch[j].cache == batch[i].cache) {
+        return absl::InvalidArgumentError("two sequences of one batch share a cache");
+      }
+    }
+  }
+  return CatchTorchErrors("Qwen3.5 forward", [&] { return Forward(batch); });
+}
+
+std::vector<ForwardOutput> Qwen35Model::Forward(std::span<const SequenceInput> batch) const {
+  ForwardContext context;
+  std::vector<int64_t> ids;
+  std::vector<int64_t> positions;
+  for (const SequenceInput& input : batch) {
+    const auto length = static_cast<int64_t>(input.ids.size());
+    const int64_t start = input.cache->length();
+    context.sequences.push_back({.row = static_cast<int64_t>(ids.size()),
+                                 .length = length,
+                                 .start = start,
+                                 .keep_for_rollback = input.keep_for_rollback});
+    ids.insert(ids.end(), input.ids.begin(), input.ids.end());
+    for (int64_t t = 0; t < length; ++t) positions.push_back(start + t);
+  }
+  context.angles = rotary_.Angles(at::tensor(positions, at::kLong).to(options_.device));
+
+  // transformers' hidden_states list, filled only at the indices some sequence asked for.
   std::vector<at::Tensor> states(layers_.size() + 1);
   const auto keep_state = [&](size_t index, const at::Tensor& h) {
-    for (const int64_t wanted : options.hidden_states) {
-      if (static_cast<size_t>(wanted) == index) states[index] = h;
+    for (const SequenceInput& input : batch) {
+      for (const int64_t wanted : input.options.hidden_states) {
+        if (static_cast<size_t>(wanted) == index) states[index] = h;
+      }
     }
   };
-  at::Tensor h = Embed(ids);
+  at::Tensor h = Embed(at::tensor(ids, at::kLong).to(options_.device));
   keep_state(0, h);
+  std::vector<LayerCache*> caches(batch.size());
   for (size_t i = 0; i < layers_.size(); ++i) {
-    h = layers_[i].Forward(h, cache.layer(i), context);
+    for (size_t s = 0; s < batch.size(); ++s) caches[s] = &batch[s].cache->layer(i);
+    h = layers_[i].Forward(h, caches, context);
     if (i + 1 < layers_.size()) keep_state(i + 1, h);
   }
-  cache.Append(length, keep_for_rollback);
+  for (size_t s = 0; s < batch.size(); ++s) {
+    batch[s].cache->Append(context.sequences[s].length, batch[s].keep_for_rollback);
+  }
   h = norm_.Forward(h);
   keep_state(layers_.size(), h);
 
-  ForwardOutput output;
-  output.logits = Head(options.logit_rows == LogitRows::kAll ? h : h.narrow(0, length - 1, 1));
-  for (const int64_t index : options.hidden_states) output.hidden_states.push_back(states[index]);
-  return output;
+  // One head product over the rows whose logits some sequence wants.
+  const auto logit_count = [&](size_t s) -> int64_t {
+    switch (batch[s].options.logit_rows) {
+      case LogitRows::kAll:
+        return context.sequences[s].length;
+      case LogitRows::kLast:
+        return 1;
+      case LogitRows::kNone:
+        return 0;
+    }
+    return 0;
+  };
+  std::vector<int64_t> logit_rows;
+  for (size_t s = 0; s < batch.size(); ++s) {
+    const SequenceRows& rows = context.sequences[s];
+    for (int64_t row = rows.row + rows.length - logit_count(s); row < rows.row + rows.length;
+         ++row) {
+      logit_rows.push_back(row);
+    }
+  }
+  at::Tensor logits;
+  if (!logit_rows.empty()) {
+    const auto count = static_cast<int64_t>(logit_rows.size());
+    const bool contiguous = logit_rows.back() - logit_rows.front() + 1 == count;
+    logits =
+        Head(contiguous ? h.narrow(0, logit_rows.front(), count)
+                        : h.index_select(0, at::tensor(logit_rows, at::kLong).to(options_.device)));
+  }
+
+  std::vector<ForwardOutput> outputs(batch.size());
+  int64_t logit_row = 0;
+  for (size_t s = 0; s < batch.size(); ++s) {
+    const SequenceRows& rows = context.sequences[s];
+    if (const int64_t count = logit_count(s); count > 0) {
+      outputs[s].logits = logits.narrow(0, logit_row, count);
+      logit_row += count;
+    }
+    for (const int64_t index : batch[s].options.hidden_states) {
+      outputs[s].hidden_states.push_back(states[index].narrow(0, rows.row, rows.length));
+    }
+  }
+  return outputs;
 }
 
 }  // namespace specd::model

@@ -23,7 +23,7 @@
 
 namespace specd::model {
 
-enum class LogitRows { kLast, kAll };
+enum class LogitRows { kLast, kAll, kNone };  // kNone: no head product (a prefill chunk)
 
 struct ForwardOptions {
   LogitRows logit_rows = LogitRows::kLast;
@@ -33,8 +33,17 @@ struct ForwardOptions {
 };
 
 struct ForwardOutput {
-  at::Tensor logits;                      // [1 or T, vocab] float32
+  at::Tensor logits;                      // [1 or T, vocab] float32; undefined for kNone
   std::vector<at::Tensor> hidden_states;  // [T, hidden] each, in the order asked for
+};
+
+// One sequence's part of a batched forward: `ids` fed after what `cache` holds.
+struct SequenceInput {
+  std::span<const int64_t> ids;
+  Qwen35Cache* cache = nullptr;
+  ForwardOptions options = {};
+  // A verify block: until the cache's next forward, cache->Rollback(k) can keep a prefix of it.
+  bool keep_for_rollback = false;
 };
 
 // The execution calls check their inputs before touching `cache`; a call that fails later (a
@@ -76,6 +85,13 @@ class Qwen35Model {
   absl::StatusOr<ForwardOutput> ForwardBlock(std::span<const int64_t> ids, Qwen35Cache& cache,
                                              const ForwardOptions& options = {}) const;
 
+  // Every sequence of `batch` in one forward (continuous batching): the projections, norms and
+  // MLPs run over all their rows at once, each sequence's attention and DeltaNet recurrence
+  // against its own cache. Output i is what feeding input i alone gives, up to the float
+  // rounding of larger matrix products. The caches must be distinct.
+  absl::StatusOr<std::vector<ForwardOutput>> ForwardBatch(
+      std::span<const SequenceInput> batch) const;
+
   // The embedding rows of `ids` [T, hidden]; the head is tied to them or not.
   at::Tensor Embed(const at::Tensor& ids) const { return head_.Embed(ids); }
   // Logits [T, vocab] float32 of final hidden states [T, hidden].
@@ -87,8 +103,8 @@ class Qwen35Model {
 
   absl::StatusOr<ForwardOutput> Run(std::span<const int64_t> ids, Qwen35Cache& cache,
                                     const ForwardOptions& options, bool keep_for_rollback) const;
-  ForwardOutput Forward(const at::Tensor& ids, Qwen35Cache& cache, const ForwardOptions& options,
-                        bool keep_for_rollback) const;
+  absl::Status CheckInput(const SequenceInput& input) const;
+  std::vector<ForwardOutput> Forward(std::span<const SequenceInput> batch) const;
 
   io::Qwen35TextConfig config_;
   ModelOptions options_;

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <mutex>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -17,13 +18,15 @@
 namespace specd::drafter {
 
 struct DrafterHandler::Session {
-  explicit Session(int64_t context_width) : context(context_width) {}
+  Session(int64_t context_width, engine::DraftBatcher& batcher)
+      : context(context_width), membership(batcher.Join()) {}
 
   std::mutex mutex;  // calls on one session are serial by contract; this keeps a misuse safe
   rpc::ContextBufferReader context;
   std::unique_ptr<engine::DraftSession> draft;  // sized to the mapped buffer's rows
   int64_t capacity = 0;                         // positions `draft` holds at most
   std::string buffer;                           // the buffer `draft` was projected from
+  engine::DraftBatcher::Membership membership;
 };
 
 namespace {
@@ -58,6 +61,7 @@ DrafterHandler::DrafterHandler(std::unique_ptr<engine::DFlashBlockDrafter> draft
       target_config_(std::move(target_config)),
       options_(std::move(options)),
       instance_id_(rpc::NewInstanceId()),
+      batcher_(*drafter_, options_.batching),
       sessions_(options_.max_sessions, options_.session_idle_timeout,
                 [gauge = options_.open_sessions](size_t open) {
                   if (gauge != nullptr) gauge->Set(static_cast<double>(open));
@@ -71,7 +75,7 @@ absl::StatusOr<std::shared_ptr<DrafterHandler::Session>> DrafterHandler::FindOrO
   opened = true;
   const auto width =
       static_cast<int64_t>(drafter_->TargetHiddenStates().size()) * target_config_.hidden_size;
-  return sessions_.Insert(session_id, std::make_shared<Session>(width));
+  return sessions_.Insert(session_id, std::make_shared<Session>(width, batcher_));
 }
 
 absl::StatusOr<v1::DraftResponse> DrafterHandler::Draft(const v1::DraftRequest& request) {
@@ -124,15 +128,18 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
     // Rows the verifier rewrote are taken in again, and so are rows of verifies this drafter was
     // not called for; they are projected straight from the mapped buffer (never copied).
     const int64_t from = std::min<int64_t>(request.context().token_range().begin(), draft.length());
-    std::lock_guard compute(compute_mutex_);
-    const at::Tensor rows = at::from_blob(const_cast<float*>(session.context.Row(from)),
-                                          {end - from, session.context.width()}, at::kFloat);
-    if (absl::Status appended = draft.Append({.begin = from, .ids = {}, .rows = rows});
-        !appended.ok()) {
-      return appended;
-    }
-    absl::StatusOr<engine::DraftProposal> proposal = draft.Propose(
-        request.anchor_token_id(), options.block_size - 1, options, request.return_confidence());
+    const engine::CommittedContext context{
+        .begin = from,
+        .ids = {},
+        .rows = at::from_blob(const_cast<float*>(session.context.Row(from)),
+                              {end - from, session.context.width()}, at::kFloat)};
+    absl::StatusOr<engine::DraftProposal> proposal =
+        batcher_.Propose({.session = &draft,
+                          .context = {&context, 1},
+                          .anchor = request.anchor_token_id(),
+                          .count = options.block_size - 1,
+                          .options = options,
+                          .report_confidence = request.return_confidence()});
     if (!proposal.ok()) return proposal.status();
     response.mutable_draft_token_ids()->Assign(proposal->tokens.begin(), proposal->tokens.end());
     response.mutable_confidence()->Assign(proposal->confidence.begin(), proposal->confidence.end());

@@ -5,11 +5,12 @@
 // not seen yet and proposes one block in one non-causal forward (engine::DFlashBlockDrafter).
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "absl/time/time.h"
 #include "common/engine/dflash_block_drafter.h"
+#include "common/engine/draft_batcher.h"
+#include "common/engine/step_batcher.h"
 #include "common/io/qwen35_config.h"
 #include "common/metrics/gauge.h"
 #include "common/model/dflash_drafter.h"
@@ -26,6 +27,7 @@ struct DrafterOptions {
   int64_t max_sessions = 64;
   absl::Duration session_idle_timeout = absl::Seconds(60);
   metrics::Gauge* open_sessions = nullptr;  // optional: follows the number of open sessions
+  engine::BatchingOptions batching = {};
 };
 
 class DrafterHandler final : public DrafterApi {
@@ -43,6 +45,7 @@ class DrafterHandler final : public DrafterApi {
   absl::StatusOr<v1::DrafterServiceInfoResponse> Info() override;
 
   size_t open_sessions() const { return sessions_.size(); }
+  engine::BatchingStats batching_stats() const { return batcher_.stats(); }
   // The drafter its sessions run, for an in-process pair that drafts with it directly.
   const engine::DFlashBlockDrafter& drafter() const { return *drafter_; }
 
@@ -62,8 +65,8 @@ class DrafterHandler final : public DrafterApi {
   const io::Qwen35TextConfig target_config_;
   const DrafterOptions options_;
   const std::string instance_id_;
-  std::mutex compute_mutex_;  // one forward at a time, like one device stream
-  rpc::SessionTable<Session> sessions_;
+  engine::DraftBatcher batcher_;         // every session's Draft shares one forward
+  rpc::SessionTable<Session> sessions_;  // after the batcher: sessions are members of it
 };
 
 }  // namespace specd::drafter

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <mutex>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -18,10 +19,12 @@
 
 namespace specd::verifier {
 struct VerifierHandler::Session {
-  explicit Session(engine::TargetSession target) : target(std::move(target)) {}
+  Session(engine::TargetSession target, engine::TargetBatcher& batcher)
+      : target(std::move(target)), membership(batcher.Join()) {}
 
   std::mutex mutex;  // calls on one session are serial by contract; this keeps a misuse safe
   engine::TargetSession target;
+  engine::TargetBatcher::Membership membership;
   std::optional<rpc::ContextBuffer> context;
   uint64_t generation = 0;
 };
@@ -50,6 +53,7 @@ VerifierHandler::VerifierHandler(const model::Qwen35Model& target, VerifierOptio
     : target_(target),
       options_(std::move(options)),
       instance_id_(rpc::NewInstanceId()),
+      batcher_(target, options_.batching),
       sessions_(options_.max_sessions, options_.session_idle_timeout,
                 [gauge = options_.open_sessions](size_t open) {
                   if (gauge != nullptr) gauge->Set(static_cast<double>(open));
@@ -100,7 +104,7 @@ absl::StatusOr<std::shared_ptr<VerifierHandler::Session>> VerifierHandler::NewSe
                ? rpc::AtField("token_ids", target.status())
                : target.status();
   }
-  auto session = std::make_shared<Session>(*std::move(target));
+  auto session = std::make_shared<Session>(*std::move(target), batcher_);
   if (taps > 0) {
     absl::StatusOr<rpc::ContextBuffer> buffer = rpc::ContextBuffer::Create(
         instance_id_, next_buffer_id_++, max_length, taps * config.hidden_size);
@@ -124,11 +128,7 @@ absl::StatusOr<v1::PrefillResponse> VerifierHandler::Prefill(const v1::PrefillRe
 
 absl::StatusOr<v1::PrefillResponse> VerifierHandler::RunPrefill(Session& session) {
   const base::Clock::time_point start = base::Clock::now();
-  absl::StatusOr<engine::TargetStep> step;
-  {
-    std::lock_guard compute(compute_mutex_);
-    step = session.target.Prefill();
-  }
+  absl::StatusOr<engine::TargetStep> step = batcher_.Prefill(session.target);
   if (!step.ok()) return step.status();
   v1::PrefillResponse response;
   absl::StatusOr<v1::TensorHandle> context = PublishRows(session, step->context);
@@ -172,11 +172,7 @@ absl::StatusOr<v1::VerifyResponse> VerifierHandler::RunVerify(Session& session,
   const base::Clock::time_point start = base::Clock::now();
   const std::vector<int64_t> drafts(request.draft_token_ids().begin(),
                                     request.draft_token_ids().end());
-  absl::StatusOr<engine::TargetStep> step;
-  {
-    std::lock_guard compute(compute_mutex_);
-    step = session.target.Verify(drafts);
-  }
+  absl::StatusOr<engine::TargetStep> step = batcher_.Verify(session.target, drafts);
   if (!step.ok()) {
     return step.status().code() == absl::StatusCode::kInvalidArgument
                ? rpc::AtField("draft_token_ids", step.status())

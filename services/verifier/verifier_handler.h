@@ -1,16 +1,18 @@
 #pragma once
 // The target verifier (protos/specd/v1/verifier.proto): the target model and a table of the
 // engine's target sessions, one per request, each with the context buffer the drafter maps.
-// Prefill and Verify are engine::TargetSession's; this adds the contract's checks and mapping,
-// one forward at a time, and writes each step's committed rows into the buffer.
+// Prefill and Verify are engine::TargetSession's, run by an engine::TargetBatcher so that every
+// session's step shares one forward; this adds the contract's checks and mapping, and writes each
+// step's committed rows into the buffer.
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
+#include "common/engine/step_batcher.h"
+#include "common/engine/target_batcher.h"
 #include "common/engine/target_session.h"
 #include "common/metrics/gauge.h"
 #include "common/model/qwen35_model.h"
@@ -29,6 +31,7 @@ struct VerifierOptions {
   int64_t max_block_size = 16;
   absl::Duration session_idle_timeout = absl::Seconds(60);
   metrics::Gauge* open_sessions = nullptr;  // optional: follows the number of open sessions
+  engine::BatchingOptions batching = {};
 };
 
 class VerifierHandler final : public VerifierApi {
@@ -45,6 +48,7 @@ class VerifierHandler final : public VerifierApi {
   absl::StatusOr<v1::TargetVerifierServiceInfoResponse> Info() override;
 
   size_t open_sessions() const { return sessions_.size(); }
+  engine::BatchingStats batching_stats() const { return batcher_.stats(); }
 
  private:
   struct Session;
@@ -63,9 +67,8 @@ class VerifierHandler final : public VerifierApi {
   const VerifierOptions options_;
   const std::string instance_id_;
   std::atomic<uint64_t> next_buffer_id_ = 1;
-  // One forward at a time, like one device stream; sessions interleave step by step.
-  std::mutex compute_mutex_;
-  rpc::SessionTable<Session> sessions_;
+  engine::TargetBatcher batcher_;
+  rpc::SessionTable<Session> sessions_;  // after the batcher: sessions are members of it
 };
 
 }  // namespace specd::verifier

@@ -40,6 +40,8 @@ using testing::ReferenceTensor;
 constexpr double kTolerance = 2e-3;  // against the reference, as for the target
 // Two computations of the same function in float32 that differ only in batch shapes.
 constexpr double kRounding = 1e-5;
+// Batched rows go through larger matrix products than a lone block's, so they round differently.
+constexpr double kBatchRounding = 1e-4;
 constexpr int64_t kMaxContext = 64;
 
 std::filesystem::path FixtureDir(const std::string& name) {
@@ -170,6 +172,41 @@ TEST_F(DFlashDrafterTest, ContextAppendedInPiecesEqualsContextAppendedAtOnce) {
     EXPECT_EQ(cache.length(), end);
   }
   EXPECT_TRUE(AllClose(Draft(cache), DraftAfter(Context()), kRounding));
+}
+
+TEST_F(DFlashDrafterTest, ABatchOfSequencesDraftsWhatEachDraftsAlone) {
+  // Three sequences of different context lengths and windows: their context in one projection,
+  // their blocks in one forward.
+  const std::vector<int64_t> lengths = {40, 9, 23};
+  const std::vector<int64_t> windows = {0, 4, 12};
+  std::vector<DFlashCache> caches;
+  std::vector<ContextInput> contexts;
+  for (size_t i = 0; i < lengths.size(); ++i) caches.push_back(NewCache());
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    contexts.push_back({.target_hidden = Context().slice(0, 0, lengths[i]), .cache = &caches[i]});
+  }
+  ASSERT_TRUE(drafter_->AppendContexts(contexts).ok());
+  std::vector<BlockInput> blocks;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    EXPECT_EQ(caches[i].length(), lengths[i]);
+    blocks.push_back(
+        {.embeddings = BlockEmbeddings(), .cache = &caches[i], .options = {.window = windows[i]}});
+  }
+  absl::StatusOr<at::Tensor> drafted = drafter_->DraftBlocks(blocks);
+  ASSERT_TRUE(drafted.ok()) << drafted.status();
+  const int64_t block = BlockEmbeddings().size(0);
+  ASSERT_EQ(drafted->size(0), block * static_cast<int64_t>(lengths.size()));
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    EXPECT_TRUE(AllClose(drafted->narrow(0, static_cast<int64_t>(i) * block, block),
+                         DraftAfter(Context().slice(0, 0, lengths[i]), {.window = windows[i]}),
+                         kBatchRounding))
+        << "sequence " << i;
+  }
+  DFlashCache fresh = NewCache();
+  const ContextInput twice{.target_hidden = Context().slice(0, 0, 5), .cache = &fresh};
+  EXPECT_EQ(drafter_->AppendContexts(std::vector<ContextInput>{twice, twice}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(fresh.length(), 0);
 }
 
 TEST_F(DFlashDrafterTest, TruncatingThenAppendingTheRestAgainEqualsOneAppend) {

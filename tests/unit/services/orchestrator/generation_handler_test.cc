@@ -8,9 +8,12 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/engine/in_process_ports.h"
@@ -278,6 +281,92 @@ TEST_F(GenerationHandlerTest, EveryPairGivesTheSameOutputAndStatistics) {
       }
     }
   }
+}
+
+// Lossless under load: what a request gives does not depend on what else runs. Sixteen requests
+// of mixed prompt lengths (some longer than a prefill chunk), block sizes (1: target-only, to the
+// drafter's 8),
+// windows, temperatures and stop rules, all at once on each kind of pair, give what each gives
+// alone, in forwards that batched them.
+TEST_F(GenerationHandlerTest, ConcurrentRequestsGiveWhatEachGivesAlone) {
+  constexpr int kRequests = 16;
+  const std::shared_ptr<verifier::VerifierHandler> verifier =
+      testing::PairVerifier(*target_, /*max_session_length=*/1024, /*max_sessions=*/2 * kRequests);
+  const std::shared_ptr<drafter::DrafterHandler> drafter =
+      testing::PairDrafter(*target_, /*max_sessions=*/2 * kRequests);
+  const auto in_process = std::make_shared<engine::InProcessPair>(*target_, &drafter->drafter());
+  ServedPair served(*verifier, *drafter);
+  const OrchestratorOptions options = Options(kRequests, kRequests);
+  struct Path {
+    std::string name;
+    std::unique_ptr<GenerationHandler> handler;
+    std::function<engine::BatchingStats()> target_batches, draft_batches;
+  };
+  std::vector<Path> paths;
+  paths.push_back({"in-process",
+                   Handler({.host = "in-process",
+                            .verifier = verifier,
+                            .drafter = drafter,
+                            .in_process = in_process},
+                           options),
+                   [&] { return in_process->target_stats(); },
+                   [&] { return in_process->drafter_stats(); }});
+  for (auto [name, pair] :
+       {std::pair<std::string, BackendPair>(
+            "handlers", {.host = "handlers", .verifier = verifier, .drafter = drafter}),
+        std::pair<std::string, BackendPair>("gRPC", served.pair())}) {
+    paths.push_back({name, Handler(std::move(pair), options),
+                     [&] { return verifier->batching_stats(); },
+                     [&] { return drafter->batching_stats(); }});
+  }
+
+  std::vector<v1::GenerateRequest> requests;
+  for (int i = 0; i < kRequests; ++i) {
+    const int64_t prompt_length = std::vector<int64_t>{7, 40, 130, 600}[i % 4] + i;
+    v1::GenerateRequest request =
+        Request(Prompt(prompt_length), /*max_new_tokens=*/10 + 3 * (i % 5),
+                /*temperature=*/i % 3 == 2 ? 1.0 : 0.0, /*seed=*/i + 1);
+    request.mutable_speculation()->set_block_size(std::vector<uint32_t>{1, 2, 5, 8}[i % 4]);
+    if (i % 5 == 1) request.mutable_speculation()->set_draft_window(6);
+    if (i % 6 == 5) request.mutable_sampling()->add_stop_token_ids(static_cast<uint32_t>(i * 7));
+    requests.push_back(std::move(request));
+  }
+  // The mean batch size of the steps between two readings.
+  const auto mean_batch = [](const engine::BatchingStats& before,
+                             const engine::BatchingStats& after) {
+    return static_cast<double>(after.sequences - before.sequences) /
+           static_cast<double>(std::max<int64_t>(1, after.steps - before.steps));
+  };
+  for (Path& path : paths) {
+    std::vector<v1::GenerateResponse> alone;
+    for (const v1::GenerateRequest& request : requests) {
+      absl::StatusOr<v1::GenerateResponse> response = path.handler->Generate(request, Never);
+      ASSERT_TRUE(response.ok()) << path.name << ": " << response.status();
+      alone.push_back(*std::move(response));
+    }
+    const engine::BatchingStats target_before = path.target_batches();
+    const engine::BatchingStats draft_before = path.draft_batches();
+    std::vector<absl::StatusOr<v1::GenerateResponse>> together(kRequests, absl::UnknownError(""));
+    std::vector<std::thread> clients;
+    for (int i = 0; i < kRequests; ++i) {
+      clients.emplace_back([&, i] { together[i] = path.handler->Generate(requests[i], Never); });
+    }
+    for (std::thread& client : clients) client.join();
+    for (int i = 0; i < kRequests; ++i) {
+      ASSERT_TRUE(together[i].ok())
+          << path.name << " request " << i << ": " << together[i].status();
+      EXPECT_EQ(Ids(*together[i]), Ids(alone[i])) << path.name << " request " << i;
+      EXPECT_EQ(together[i]->finish_reason(), alone[i].finish_reason()) << path.name << " " << i;
+    }
+    EXPECT_GT(mean_batch(target_before, path.target_batches()), 2) << path.name;
+    EXPECT_GT(mean_batch(draft_before, path.draft_batches()), 2) << path.name;
+  }
+  // Greedy output is target-only output.
+  const std::vector<int64_t> greedy_prompt = Prompt(41);
+  absl::StatusOr<v1::GenerateResponse> greedy =
+      paths.front().handler->Generate(Request(greedy_prompt), Never);
+  ASSERT_TRUE(greedy.ok()) << greedy.status();
+  EXPECT_EQ(Ids(*greedy), TargetOnlyIds(greedy_prompt));
 }
 
 TEST_F(GenerationHandlerTest, ALostDrafterCostsSpeedNotTheRequest) {

@@ -11,22 +11,24 @@
 namespace specd::orchestrator::testing {
 
 inline std::shared_ptr<verifier::VerifierHandler> PairVerifier(const model::Qwen35Model& target,
-                                                               int64_t max_session_length = 256) {
+                                                               int64_t max_session_length = 256,
+                                                               int64_t max_sessions = 8) {
   return verifier::testing::MakeVerifier(target, {.model_name = "qwen35-tiny-a",
                                                   .quantization = "dense",
                                                   .tapped_layer_ids = {},
-                                                  .max_sessions = 8,
+                                                  .max_sessions = max_sessions,
                                                   .max_session_length = max_session_length,
                                                   .max_block_size = 16,
                                                   .session_idle_timeout = absl::Seconds(30),
                                                   .open_sessions = nullptr});
 }
 
-inline std::shared_ptr<drafter::DrafterHandler> PairDrafter(const model::Qwen35Model& target) {
+inline std::shared_ptr<drafter::DrafterHandler> PairDrafter(const model::Qwen35Model& target,
+                                                            int64_t max_sessions = 8) {
   return drafter::testing::MakeDrafter(target, {.model_name = "dflash-tiny-a",
                                                 .quantization = "dense",
                                                 .default_window = 0,
-                                                .max_sessions = 8,
+                                                .max_sessions = max_sessions,
                                                 .session_idle_timeout = absl::Seconds(30),
                                                 .open_sessions = nullptr});
 }

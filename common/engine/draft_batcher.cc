@@ -1,0 +1,41 @@
+#include "common/engine/draft_batcher.h"
+
+#include <optional>
+#include <utility>
+
+namespace specd::engine {
+
+struct DraftJob {
+  const DraftCall* call = nullptr;
+  std::optional<absl::StatusOr<DraftProposal>> result;
+
+  int64_t rows() const {
+    int64_t rows = call->count > 0 ? call->options.block_size : 0;
+    for (const CommittedContext& context : call->context) {
+      if (context.rows.defined()) rows += context.rows.size(0);
+    }
+    return rows;
+  }
+  bool urgent() const { return true; }
+};
+
+DraftBatcher::DraftBatcher(const Drafter& drafter, BatchingOptions options)
+    : drafter_(drafter),
+      batcher_(options, [this](std::span<DraftJob* const> batch) { return Step(batch); }) {}
+
+absl::StatusOr<DraftProposal> DraftBatcher::Propose(const DraftCall& call) {
+  DraftJob job{.call = &call, .result = std::nullopt};
+  batcher_.Run(job);
+  return *std::move(job.result);
+}
+
+std::vector<bool> DraftBatcher::Step(std::span<DraftJob* const> batch) const {
+  std::vector<DraftCall> calls;
+  calls.reserve(batch.size());
+  for (const DraftJob* job : batch) calls.push_back(*job->call);
+  std::vector<absl::StatusOr<DraftProposal>> proposals = drafter_.ProposeBatch(calls);
+  for (size_t i = 0; i < batch.size(); ++i) batch[i]->result = std::move(proposals[i]);
+  return std::vector<bool>(batch.size(), true);
+}
+
+}  // namespace specd::engine

@@ -1,0 +1,54 @@
+#include "common/engine/target_batcher.h"
+
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace specd::engine {
+
+struct TargetJob {
+  TargetSession* session = nullptr;
+  std::optional<absl::StatusOr<TargetStep>> result;
+
+  int64_t rows() const { return session->next_rows(); }
+  bool urgent() const { return session->verifying(); }
+};
+
+TargetBatcher::TargetBatcher(const model::Qwen35Model& target, BatchingOptions options)
+    : target_(target),
+      batcher_(options, [this](std::span<TargetJob* const> batch) { return Step(batch); }) {}
+
+absl::StatusOr<TargetStep> TargetBatcher::Prefill(TargetSession& session) {
+  if (absl::Status begun = session.BeginPrefill(); !begun.ok()) return begun;
+  return Run(session);
+}
+
+absl::StatusOr<TargetStep> TargetBatcher::Verify(TargetSession& session,
+                                                 std::span<const int64_t> drafts) {
+  if (absl::Status begun = session.BeginVerify(drafts); !begun.ok()) return begun;
+  return Run(session);
+}
+
+absl::StatusOr<TargetStep> TargetBatcher::Run(TargetSession& session) {
+  TargetJob job{.session = &session, .result = std::nullopt};
+  batcher_.Run(job);
+  return *std::move(job.result);
+}
+
+std::vector<bool> TargetBatcher::Step(std::span<TargetJob* const> batch) const {
+  std::vector<model::SequenceInput> inputs;
+  inputs.reserve(batch.size());
+  for (const TargetJob* job : batch) inputs.push_back(job->session->NextForward());
+  absl::StatusOr<std::vector<model::ForwardOutput>> outputs = target_.ForwardBatch(inputs);
+  std::vector<bool> done(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    TargetJob& job = *batch[i];
+    job.result = job.session->FinishForward(
+        outputs.ok() ? absl::StatusOr<model::ForwardOutput>(std::move((*outputs)[i]))
+                     : absl::StatusOr<model::ForwardOutput>(outputs.status()));
+    done[i] = job.result.has_value();
+  }
+  return done;
+}
+
+}  // namespace specd::engine

@@ -1,0 +1,42 @@
+#pragma once
+// The rows of a batched forward: many sequences' tokens side by side, each sequence's rows
+// consecutive. Row-wise work (projections, norms, MLPs) runs over the whole batch at once; what
+// reads a sequence's cache (attention, the DeltaNet recurrence, its conv) runs per sequence.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/cat.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "common/model/rope.h"
+
+namespace specd::model {
+
+// One sequence's rows in a batched forward: rows [row, row + length) of the batch, at positions
+// [start, start + length) of that sequence.
+struct SequenceRows {
+  int64_t row = 0;
+  int64_t length = 0;
+  int64_t start = 0;
+  bool keep_for_rollback = false;  // a verify block
+};
+
+// What every layer of one forward call shares.
+struct ForwardContext {
+  std::vector<SequenceRows> sequences;  // in row order, covering every row
+  RotaryAngles angles;                  // every row's, at its own position
+};
+
+// `part(i, rows)` of every sequence i, stacked back in batch order along dim 0.
+template <typename Part>
+at::Tensor PerSequence(const ForwardContext& context, const Part& part) {
+  if (context.sequences.size() == 1) return part(0, context.sequences.front());
+  std::vector<at::Tensor> parts;
+  parts.reserve(context.sequences.size());
+  for (size_t i = 0; i < context.sequences.size(); ++i) {
+    parts.push_back(part(i, context.sequences[i]));
+  }
+  return at::cat(parts, 0);
+}
+
+}  // namespace specd::model

@@ -1,0 +1,125 @@
+// The step scheduler both models use: which waiting jobs form a step, how long a step waits for
+// the sessions still to come, and that a job a step did not finish runs again in the next one.
+#include "common/engine/step_batcher.h"
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace specd::engine {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::UnorderedElementsAre;
+
+struct Job {
+  int64_t id = 0;
+  int64_t job_rows = 1;
+  bool is_urgent = true;
+  int64_t steps_needed = 1;  // steps until the job is finished
+
+  int64_t rows() const { return job_rows; }
+  bool urgent() const { return is_urgent; }
+};
+
+// A batcher whose steps record the ids of the jobs they ran.
+class Recorder {
+ public:
+  explicit Recorder(BatchingOptions options)
+      : batcher_(options, [this](std::span<Job* const> batch) {
+          std::vector<int64_t> ids;
+          std::vector<bool> done;
+          for (Job* job : batch) {
+            ids.push_back(job->id);
+            done.push_back(--job->steps_needed == 0);
+          }
+          std::lock_guard lock(mutex_);
+          steps_.push_back(ids);
+          return done;
+        }) {}
+
+  StepBatcher<Job>& batcher() { return batcher_; }
+  std::vector<std::vector<int64_t>> steps() {
+    std::lock_guard lock(mutex_);
+    return steps_;
+  }
+
+  // Runs every job on a thread of its own, each a member from the start until its job is done.
+  void RunTogether(std::vector<Job>& jobs) {
+    std::vector<StepBatcher<Job>::Membership> members;
+    for (size_t i = 0; i < jobs.size(); ++i) members.push_back(batcher_.Join());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      threads.emplace_back([&, i] {
+        batcher_.Run(jobs[i]);
+        members[i] = {};
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::vector<int64_t>> steps_;
+  StepBatcher<Job> batcher_;  // last: its worker records into the members above
+};
+
+constexpr std::chrono::microseconds kLong = std::chrono::seconds(30);
+
+TEST(StepBatcherTest, WhenEveryMemberHasQueuedTheyShareOneStep) {
+  Recorder recorder({.max_rows = 100, .max_sequences = 64, .max_delay = kLong});
+  std::vector<Job> jobs = {{.id = 1}, {.id = 2}, {.id = 3}, {.id = 4}};
+  recorder.RunTogether(jobs);
+  EXPECT_THAT(recorder.steps(), ElementsAre(UnorderedElementsAre(1, 2, 3, 4)));
+  EXPECT_EQ(recorder.batcher().stats().mean_batch_size(), 4);
+}
+
+TEST(StepBatcherTest, AStepWaitsForAMissingMemberOnlyUpToTheDelay) {
+  Recorder recorder(
+      {.max_rows = 100, .max_sequences = 64, .max_delay = std::chrono::milliseconds(50)});
+  StepBatcher<Job>::Membership absent = recorder.batcher().Join();
+  StepBatcher<Job>::Membership present = recorder.batcher().Join();
+  Job job{.id = 7};
+  const auto start = std::chrono::steady_clock::now();
+  recorder.batcher().Run(job);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(50));
+  EXPECT_THAT(recorder.steps(), ElementsAre(ElementsAre(7)));
+}
+
+TEST(StepBatcherTest, UrgentJobsGoFirstAndTheRowBudgetDefersWhatDoesNotFit) {
+  Recorder recorder({.max_rows = 10, .max_sequences = 64, .max_delay = kLong});
+  std::vector<Job> jobs = {{.id = 1, .job_rows = 8, .is_urgent = false},
+                           {.id = 2, .job_rows = 4, .is_urgent = true},
+                           {.id = 3, .job_rows = 3, .is_urgent = false}};
+  recorder.RunTogether(jobs);
+  EXPECT_THAT(recorder.steps(), ElementsAre(ElementsAre(2, 3), ElementsAre(1)));
+}
+
+TEST(StepBatcherTest, OneSequencePerStepTurnsBatchingOff) {
+  Recorder recorder({.max_rows = 100, .max_sequences = 1, .max_delay = kLong});
+  std::vector<Job> jobs = {{.id = 1}, {.id = 2}, {.id = 3}};
+  recorder.RunTogether(jobs);
+  EXPECT_EQ(recorder.steps().size(), 3u);
+  EXPECT_EQ(recorder.batcher().stats().mean_batch_size(), 1);
+}
+
+TEST(StepBatcherTest, AnUnfinishedJobRunsAgainAlongsideNewOnes) {
+  // A prefill of three chunks keeps its place while a decode job joins at the next step.
+  Recorder recorder({.max_rows = 100, .max_sequences = 64, .max_delay = kLong});
+  std::vector<Job> jobs = {{.id = 1, .job_rows = 50, .is_urgent = false, .steps_needed = 3},
+                           {.id = 2, .steps_needed = 1}};
+  recorder.RunTogether(jobs);
+  const std::vector<std::vector<int64_t>> steps = recorder.steps();
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_THAT(steps[0], ElementsAre(2, 1));
+  EXPECT_THAT(steps[1], ElementsAre(1));
+  EXPECT_THAT(steps[2], ElementsAre(1));
+}
+
+}  // namespace
+}  // namespace specd::engine
