@@ -406,6 +406,9 @@ void AddServeBench(CLI::App& bench) {
       ->capture_default_str();
   command->add_option("--concurrency", flags->concurrency, "client counts of the sweep")
       ->delimiter(',');
+  command->add_option("--sweep", flags->sweep, "paths the sweep runs: embedded, distributed")
+      ->check(CLI::IsMember({"embedded", "distributed"}))
+      ->delimiter(',');
   command
       ->add_option("--max-batch", flags->max_batch,
                    "sequences per forward (1: no continuous batching)")
