@@ -168,7 +168,6 @@ absl::Status DFlashDrafter::AppendContexts(std::span<const ContextInput> batch) 
   ForwardContext sequences;
   std::vector<DFlashCache*> appended;  // the caches that take rows, in row order
   std::vector<at::Tensor> features;
-  std::vector<int64_t> positions;
   for (size_t i = 0; i < batch.size(); ++i) {
     const ContextInput& input = batch[i];
     if (input.cache == nullptr) return absl::InvalidArgumentError("a context has no cache");
@@ -191,15 +190,14 @@ absl::Status DFlashDrafter::AppendContexts(std::span<const ContextInput> batch) 
       }
     }
     if (count == 0) continue;
-    sequences.sequences.push_back(
-        {.row = static_cast<int64_t>(positions.size()), .length = count, .start = cache.length()});
+    sequences.Add(count, cache.length());
     appended.push_back(input.cache);
     features.push_back(hidden);
-    for (int64_t t = 0; t < count; ++t) positions.push_back(cache.length() + t);
   }
   if (appended.empty()) return absl::OkStatus();
   return CatchTorchErrors("DFlash context projection", [&]() -> absl::Status {
-    sequences.angles = rotary_.Angles(at::tensor(positions, at::kLong).to(options_.device));
+    sequences.angles =
+        rotary_.Angles(at::tensor(sequences.Positions(), at::kLong).to(options_.device));
     const at::Tensor rows = features.size() == 1 ? features.front() : at::cat(features, 0);
     const at::Tensor context =
         hidden_norm_.Forward(fc_.Forward(rows.to(options_.device, options_.dtype)));
@@ -227,8 +225,6 @@ absl::StatusOr<at::Tensor> DFlashDrafter::DraftBlocks(std::span<const BlockInput
   ForwardContext blocks;
   std::vector<int64_t> windows;
   std::vector<at::Tensor> embeddings;
-  std::vector<int64_t> positions;
-  int64_t rows = 0;
   for (const BlockInput& input : batch) {
     if (input.cache == nullptr) return absl::InvalidArgumentError("a block has no cache");
     if (absl::Status status = CheckCache(*input.cache); !status.ok()) return status;
@@ -242,15 +238,12 @@ absl::StatusOr<at::Tensor> DFlashDrafter::DraftBlocks(std::span<const BlockInput
       return absl::InvalidArgumentError(
           absl::StrCat("attention window ", input.options.window, " is negative"));
     }
-    const int64_t start = input.cache->length();
-    blocks.sequences.push_back({.row = rows, .length = block.size(0), .start = start});
+    blocks.Add(block.size(0), input.cache->length());
     windows.push_back(input.options.window);
     embeddings.push_back(block);
-    for (int64_t t = 0; t < block.size(0); ++t) positions.push_back(start + t);
-    rows += block.size(0);
   }
   return CatchTorchErrors("DFlash draft block", [&]() -> absl::StatusOr<at::Tensor> {
-    blocks.angles = rotary_.Angles(at::tensor(positions, at::kLong).to(options_.device));
+    blocks.angles = rotary_.Angles(at::tensor(blocks.Positions(), at::kLong).to(options_.device));
     at::Tensor h = (embeddings.size() == 1 ? embeddings.front() : at::cat(embeddings, 0))
                        .to(options_.device, options_.dtype);
     std::vector<const KvCache*> caches(batch.size());

@@ -25,6 +25,24 @@ struct SequenceRows {
 struct ForwardContext {
   std::vector<SequenceRows> sequences;  // in row order, covering every row
   RotaryAngles angles;                  // every row's, at its own position
+
+  // Adds a sequence's `length` rows after the others, at positions [start, start + length).
+  void Add(int64_t length, int64_t start, bool keep_for_rollback = false) {
+    sequences.push_back(
+        {.row = rows(), .length = length, .start = start, .keep_for_rollback = keep_for_rollback});
+  }
+  int64_t rows() const {
+    return sequences.empty() ? 0 : sequences.back().row + sequences.back().length;
+  }
+  // Every row's position in its sequence, in row order: what `angles` are taken at.
+  std::vector<int64_t> Positions() const {
+    std::vector<int64_t> positions;
+    positions.reserve(rows());
+    for (const SequenceRows& sequence : sequences) {
+      for (int64_t t = 0; t < sequence.length; ++t) positions.push_back(sequence.start + t);
+    }
+    return positions;
+  }
 };
 
 // `part(i, rows)` of every sequence i, stacked back in batch order along dim 0.

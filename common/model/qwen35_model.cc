@@ -153,27 +153,18 @@ absl::StatusOr<std::vector<ForwardOutput>> Qwen35Model::ForwardBatch(
 std::vector<ForwardOutput> Qwen35Model::Forward(std::span<const SequenceInput> batch) const {
   ForwardContext context;
   std::vector<int64_t> ids;
-  std::vector<int64_t> positions;
-  for (const SequenceInput& input : batch) {
-    const auto length = static_cast<int64_t>(input.ids.size());
-    const int64_t start = input.cache->length();
-    context.sequences.push_back({.row = static_cast<int64_t>(ids.size()),
-                                 .length = length,
-                                 .start = start,
-                                 .keep_for_rollback = input.keep_for_rollback});
-    ids.insert(ids.end(), input.ids.begin(), input.ids.end());
-    for (int64_t t = 0; t < length; ++t) positions.push_back(start + t);
-  }
-  context.angles = rotary_.Angles(at::tensor(positions, at::kLong).to(options_.device));
-
   // transformers' hidden_states list, filled only at the indices some sequence asked for.
   std::vector<at::Tensor> states(layers_.size() + 1);
+  std::vector<bool> wanted(states.size(), false);
+  for (const SequenceInput& input : batch) {
+    context.Add(static_cast<int64_t>(input.ids.size()), input.cache->length(),
+                input.keep_for_rollback);
+    ids.insert(ids.end(), input.ids.begin(), input.ids.end());
+    for (const int64_t index : input.options.hidden_states) wanted[index] = true;
+  }
+  context.angles = rotary_.Angles(at::tensor(context.Positions(), at::kLong).to(options_.device));
   const auto keep_state = [&](size_t index, const at::Tensor& h) {
-    for (const SequenceInput& input : batch) {
-      for (const int64_t wanted : input.options.hidden_states) {
-        if (static_cast<size_t>(wanted) == index) states[index] = h;
-      }
-    }
+    if (wanted[index]) states[index] = h;
   };
   at::Tensor h = Embed(at::tensor(ids, at::kLong).to(options_.device));
   keep_state(0, h);
