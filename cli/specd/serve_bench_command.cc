@@ -11,10 +11,13 @@
 //     (block size 1) in alternation: aggregate tokens/s and its ratio to one client, p50/p95 time
 //     to first token and inter-token latency (the gap between streamed chunks, as vLLM's
 //     benchmark counts it), and the mean batch size of the target's and the drafter's forwards.
-//     --max-batch 1 runs one sequence per forward: the engine without continuous batching.
+//     --max-batch 1 runs one sequence per forward: the engine without continuous batching. Every
+//     session's caches come from one memory budget (--cache-memory), as in `serve --role all`;
+//     the peak share of it each point reserved is reported.
 // Prompts are random ids, or with --prompts the user turns of a conversations JSONL (e.g. a
 // pipeline's data/eval-prompts.jsonl) sent as chats, thinking off, as the pipeline evaluates.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -63,6 +66,21 @@ struct ServeBenchFlags {
   int64_t max_batch = 64;         // sequences per forward (BatchingOptions::max_sequences)
   int64_t batch_delay_us = 2000;  // BatchingOptions::max_delay
   std::vector<std::string> sweep = {"embedded", "distributed"};
+  int64_t cache_memory = 0;  // bytes; 0: engine::DefaultCacheBudget()
+};
+
+// The most cache memory reserved since the last Reset.
+class PeakUse {
+ public:
+  void See(int64_t bytes) {
+    int64_t seen = peak_.load();
+    while (bytes > seen && !peak_.compare_exchange_weak(seen, bytes)) {
+    }
+  }
+  int64_t Reset() { return peak_.exchange(0); }
+
+ private:
+  std::atomic<int64_t> peak_ = 0;
 };
 
 absl::StatusOr<std::vector<v1::GenerateRequest>> Requests(const ServeBenchFlags& flags,
@@ -152,6 +170,7 @@ struct SweepPoint {
   double ttft_p50_ms = 0, ttft_p95_ms = 0;
   double itl_p50_ms = 0, itl_p95_ms = 0;
   double target_batch = 0, draft_batch = 0;  // mean sequences per forward during the point
+  double pool_peak = 0;                      // the most of the cache budget reserved at once
   int64_t errors = 0;
 };
 
@@ -163,11 +182,13 @@ double MeanBatch(const engine::BatchingStats& before, const engine::BatchingStat
 // `clients` clients, each streaming every request back to back through the GenerationService
 // on `port`, drafting blocks of `block_size` (0: the server's, 1: target-only).
 SweepPoint RunSweepPoint(int port, const std::vector<v1::GenerateRequest>& requests,
-                         uint32_t block_size, int64_t clients, const SweptPath& path) {
+                         uint32_t block_size, int64_t clients, const SweptPath& path,
+                         const engine::CachePool& pool, PeakUse& peak) {
   std::vector<std::vector<double>> first_token(clients), gaps(clients);
   std::vector<int64_t> tokens(clients, 0), errors(clients, 0);
   const engine::BatchingStats target_before = path.target_batches();
   const engine::BatchingStats draft_before = path.draft_batches();
+  peak.Reset();
   const Clock::time_point start = Clock::now();
   std::vector<std::thread> threads;
   for (int64_t client = 0; client < clients; ++client) {
@@ -216,6 +237,8 @@ SweepPoint RunSweepPoint(int port, const std::vector<v1::GenerateRequest>& reque
   point.itl_p95_ms = Percentile(itl, 0.95);
   point.target_batch = MeanBatch(target_before, path.target_batches());
   point.draft_batch = MeanBatch(draft_before, path.draft_batches());
+  point.pool_peak =
+      static_cast<double>(peak.Reset()) / static_cast<double>(pool.use().capacity_bytes);
   return point;
 }
 
@@ -239,6 +262,14 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
       .max_sequences = flags.max_batch,
       .max_delay = std::chrono::microseconds(flags.batch_delay_us)};
   const int64_t max_sessions = std::max<int64_t>(64, 2 * flags.concurrency.back());
+  PeakUse peak;
+  absl::StatusOr<std::unique_ptr<engine::CachePool>> pool = engine::CachePool::Create(
+      {.budget_bytes = flags.cache_memory > 0 ? flags.cache_memory : engine::DefaultCacheBudget(),
+       .block_tokens = 16,
+       .max_waiting = max_sessions},
+      [&peak](const engine::CachePoolUse& use) { peak.See(use.used_bytes); });
+  if (!pool.ok()) return pool.status();
+  engine::CachePool& cache_pool = **pool;
   absl::StatusOr<std::unique_ptr<verifier::VerifierHandler>> verifier =
       verifier::VerifierHandler::Create(*target, {.model_name = flags.model,
                                                   .quantization = "",
@@ -248,7 +279,8 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
                                                   .max_block_size = 16,
                                                   .session_idle_timeout = absl::Seconds(60),
                                                   .open_sessions = nullptr,
-                                                  .batching = batching});
+                                                  .batching = batching,
+                                                  .cache_pool = &cache_pool});
   if (!verifier.ok()) return verifier.status();
   absl::StatusOr<std::unique_ptr<drafter::DrafterHandler>> drafter_handler =
       drafter::DrafterHandler::Create(*std::move(drafter), target->token_head(), target->config(),
@@ -258,7 +290,8 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
                                        .max_sessions = max_sessions,
                                        .session_idle_timeout = absl::Seconds(60),
                                        .open_sessions = nullptr,
-                                       .batching = batching});
+                                       .batching = batching,
+                                       .cache_pool = &cache_pool});
   if (!drafter_handler.ok()) return drafter_handler.status();
 
   const std::shared_ptr<verifier::VerifierHandler> verifier_handler = *std::move(verifier);
@@ -278,7 +311,10 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
         .verifier = verifier_handler,
         .drafter = drafter_handler_shared,
         .in_process = std::make_shared<engine::InProcessPair>(
-            *target, &drafter_handler_shared->drafter(), batching)}},
+            *target, &drafter_handler_shared->drafter(),
+            engine::PairOptions{.target_batching = batching,
+                                .draft_batching = batching,
+                                .cache_pool = &cache_pool})}},
       {"handlers (shm)",
        {.host = "handlers", .verifier = verifier_handler, .drafter = drafter_handler_shared}},
       {"distributed",
@@ -340,12 +376,15 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
 
   // 2. Concurrency sweep through the public API on loopback, embedded and distributed.
   std::printf(
-      "## Concurrency sweep (%lld requests per client, at most %lld sequences per forward)\n\n",
-      static_cast<long long>(flags.requests), static_cast<long long>(flags.max_batch));
+      "## Concurrency sweep (%lld requests per client, at most %lld sequences per forward, "
+      "%lld MiB of cache memory)\n\n",
+      static_cast<long long>(flags.requests), static_cast<long long>(flags.max_batch),
+      static_cast<long long>(cache_pool.use().capacity_bytes >> 20));
   std::printf(
       "| path | decoding | clients | tokens / s | × 1 client | TTFT p50 (ms) | TTFT p95 (ms) | "
-      "ITL p50 (ms) | ITL p95 (ms) | mean batch (target / drafter) | errors |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "ITL p50 (ms) | ITL p95 (ms) | mean batch (target / drafter) | cache pool (peak) | "
+      "errors |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   const engine::InProcessPair& embedded = *pairs.front().second.in_process;
   const std::vector<SweptPath> swept = {
       {.name = "embedded",
@@ -366,14 +405,16 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
     for (const int64_t clients : flags.concurrency) {
       for (const auto& [decoding, block_size] :
            {std::pair<std::string, uint32_t>{"speculative", 0}, {"target-only", 1}}) {
-        const SweepPoint point = RunSweepPoint(server->port, requests, block_size, clients, path);
+        const SweepPoint point =
+            RunSweepPoint(server->port, requests, block_size, clients, path, cache_pool, peak);
         if (clients == flags.concurrency.front()) single_stream[decoding] = point.tokens_per_s;
         std::printf(
-            "| %s | %s | %lld | %.1f | %.2f | %.1f | %.1f | %.1f | %.1f | %.2f / %.2f | %lld |\n",
+            "| %s | %s | %lld | %.1f | %.2f | %.1f | %.1f | %.1f | %.1f | %.2f / %.2f | %.1f%% | "
+            "%lld |\n",
             path.name, decoding.c_str(), static_cast<long long>(clients), point.tokens_per_s,
             point.tokens_per_s / single_stream[decoding], point.ttft_p50_ms, point.ttft_p95_ms,
             point.itl_p50_ms, point.itl_p95_ms, point.target_batch, point.draft_batch,
-            static_cast<long long>(point.errors));
+            100 * point.pool_peak, static_cast<long long>(point.errors));
         std::fflush(stdout);
       }
     }
@@ -417,6 +458,10 @@ void AddServeBench(CLI::App& bench) {
       ->add_option("--batch-delay-us", flags->batch_delay_us,
                    "how long a step waits for sessions still to come")
       ->capture_default_str();
+  command
+      ->add_option("--cache-memory", flags->cache_memory,
+                   "the sessions' cache memory, e.g. 2GiB (default: half of what is free)")
+      ->transform(CLI::AsSizeValue(/*kb_is_1000=*/false));
   command->callback([command, flags] { RunOrExit(*command, [&] { return ServeBench(*flags); }); });
 }
 

@@ -61,6 +61,9 @@ struct ServeFlags {
   int64_t max_batch_tokens = 2048;
   int64_t max_batch = 64;
   int64_t batch_delay_us = 2000;
+  // verifier, drafter: the caches' memory
+  int64_t cache_memory = 0;  // bytes; 0: engine::DefaultCacheBudget() once the weights are loaded
+  int64_t cache_block_tokens = 16;
   // drafter
   std::string drafter;
   std::string target;
@@ -129,6 +132,7 @@ absl::Duration Seconds(double seconds) { return absl::Milliseconds(seconds * 100
 struct Role {
   std::optional<model::Qwen35Model> target;
   std::optional<text::Tokenizer> tokenizer;
+  std::unique_ptr<engine::CachePool> cache_pool;  // before the sessions' owners: outlives them
   std::shared_ptr<verifier::VerifierHandler> verifier;
   std::shared_ptr<drafter::DrafterHandler> drafter;
   std::unique_ptr<orchestrator::BackendPool>
@@ -148,16 +152,78 @@ absl::Status RequireFlags(const std::vector<std::pair<const char*, const std::st
   return absl::OkStatus();
 }
 
-engine::BatchingOptions BatchingOf(const ServeFlags& flags) {
+// The batching flags, and the histograms of `model`'s forwards (vLLM's iteration_tokens_total).
+engine::BatchingOptions BatchingOf(const ServeFlags& flags, metrics::Registry& registry,
+                                   const std::string& model) {
+  metrics::Histogram& rows =
+      registry
+          .AddHistogram("specd_iteration_tokens", "Rows (tokens) per batched forward.",
+                        {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192}, {"model"})
+          .WithLabels({model});
+  metrics::Histogram& sequences =
+      registry
+          .AddHistogram("specd_iteration_sequences", "Sequences per batched forward.",
+                        {1, 2, 4, 8, 16, 32, 64, 128, 256}, {"model"})
+          .WithLabels({model});
   return {.max_rows = flags.max_batch_tokens,
           .max_sequences = flags.max_batch,
-          .max_delay = std::chrono::microseconds(flags.batch_delay_us)};
+          .max_delay = std::chrono::microseconds(flags.batch_delay_us),
+          .on_step = [&rows, &sequences](int64_t batch, int64_t tokens) {
+            sequences.Observe(static_cast<double>(batch));
+            rows.Observe(static_cast<double>(tokens));
+          }};
+}
+
+// The process's cache pool, made by the first role that needs one (after its weights are loaded,
+// so that the default budget counts only what they left), with its gauges.
+absl::StatusOr<engine::CachePool*> CachePoolOf(const ServeFlags& flags, metrics::Registry& registry,
+                                               Role& role) {
+  if (role.cache_pool != nullptr) return role.cache_pool.get();
+  const auto gauge = [&registry](const char* name, const char* help) {
+    return &registry.AddGauge(name, help).Get();
+  };
+  metrics::Gauge* capacity =
+      gauge("specd_cache_memory_capacity_bytes", "The caches' memory budget.");
+  metrics::Gauge* used =
+      gauge("specd_cache_memory_used_bytes", "Cache memory reserved by open sessions.");
+  metrics::Gauge* usage = gauge("specd_cache_memory_usage_perc",
+                                "Cache memory reserved, as a fraction of the budget (0 to 1).");
+  metrics::Gauge* sequences =
+      gauge("specd_cache_sequences", "Sessions holding cache memory (target and drafter).");
+  metrics::Gauge* waiting = gauge("specd_cache_waiting", "Sessions waiting for cache memory.");
+  absl::StatusOr<std::unique_ptr<engine::CachePool>> pool = engine::CachePool::Create(
+      {.budget_bytes = flags.cache_memory > 0 ? flags.cache_memory : engine::DefaultCacheBudget(),
+       .block_tokens = flags.cache_block_tokens,
+       .max_waiting = flags.max_waiting},
+      [=](const engine::CachePoolUse& use) {
+        capacity->Set(static_cast<double>(use.capacity_bytes));
+        used->Set(static_cast<double>(use.used_bytes));
+        usage->Set(static_cast<double>(use.used_bytes) / static_cast<double>(use.capacity_bytes));
+        sequences->Set(static_cast<double>(use.sequences));
+        waiting->Set(static_cast<double>(use.waiting));
+      });
+  if (!pool.ok()) return pool.status();
+  role.cache_pool = *std::move(pool);
+  return role.cache_pool.get();
+}
+
+// What the pool holds of sessions of `footprint` as long as the verifier allows.
+void ReportCapacity(const ServeFlags& flags, const engine::CachePool& pool, const char* what,
+                    const model::CacheFootprint& footprint) {
+  const int64_t session = pool.BytesFor(footprint, flags.max_session_length);
+  std::cerr << "specd serve: cache memory " << pool.use().capacity_bytes / (1 << 20) << " MiB; a "
+            << what << " session of " << flags.max_session_length << " tokens takes "
+            << session / (1 << 20) << " MiB, so " << pool.use().capacity_bytes / session
+            << " such sessions fit at once" << std::endl;
 }
 
 absl::Status AddVerifier(const ServeFlags& flags, metrics::Registry& registry, Role& role) {
   absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(flags.model);
   if (!target.ok()) return target.status();
   role.target.emplace(*std::move(target));
+  absl::StatusOr<engine::CachePool*> pool = CachePoolOf(flags, registry, role);
+  if (!pool.ok()) return pool.status();
+  ReportCapacity(flags, **pool, "target", role.target->SequenceFootprint());
   absl::StatusOr<std::unique_ptr<verifier::VerifierHandler>> handler =
       verifier::VerifierHandler::Create(
           *role.target,
@@ -171,7 +237,8 @@ absl::Status AddVerifier(const ServeFlags& flags, metrics::Registry& registry, R
            .open_sessions =
                &registry.AddGauge("specd_verifier_open_sessions", "Verifier sessions open now.")
                     .Get(),
-           .batching = BatchingOf(flags)});
+           .batching = BatchingOf(flags, registry, "target"),
+           .cache_pool = *pool});
   if (!handler.ok()) return handler.status();
   role.verifier = *std::move(handler);
   role.services.push_back(std::make_unique<verifier::VerifierGrpcService>(*role.verifier));
@@ -185,6 +252,9 @@ absl::Status AddDrafter(const ServeFlags& flags, const std::string& target_dir,
                         metrics::Registry& registry, Role& role) {
   absl::StatusOr<model::DFlashDrafter> drafter = model::DFlashDrafter::Load(flags.drafter);
   if (!drafter.ok()) return drafter.status();
+  absl::StatusOr<engine::CachePool*> pool = CachePoolOf(flags, registry, role);
+  if (!pool.ok()) return pool.status();
+  ReportCapacity(flags, **pool, "drafter", drafter->SequenceFootprint());
   absl::StatusOr<io::Qwen35CheckpointConfig> target_config =
       io::ReadQwen35CheckpointConfig(target_dir);
   if (!target_config.ok()) return target_config.status();
@@ -202,7 +272,8 @@ absl::Status AddDrafter(const ServeFlags& flags, const std::string& target_dir,
            .open_sessions =
                &registry.AddGauge("specd_drafter_open_sessions", "Drafter sessions open now.")
                     .Get(),
-           .batching = BatchingOf(flags)});
+           .batching = BatchingOf(flags, registry, "drafter"),
+           .cache_pool = *pool});
   if (!handler.ok()) return handler.status();
   role.drafter = *std::move(handler);
   role.services.push_back(std::make_unique<drafter::DrafterGrpcService>(*role.drafter));
@@ -357,7 +428,9 @@ absl::Status BuildRole(const ServeFlags& flags, metrics::Registry& registry, Rol
              .drafter = role.drafter,
              .in_process = std::make_shared<engine::InProcessPair>(
                  *role.target, role.drafter == nullptr ? nullptr : &role.drafter->drafter(),
-                 BatchingOf(flags))},
+                 engine::PairOptions{.target_batching = BatchingOf(flags, registry, "target"),
+                                     .draft_batching = BatchingOf(flags, registry, "drafter"),
+                                     .cache_pool = role.cache_pool.get()})},
             absl::Seconds(5));
     if (!pair.ok()) return pair.status();
     role.backends = *std::move(pair);
@@ -453,6 +526,15 @@ void AddServeCommand(CLI::App& app) {
   serve
       ->add_option("--batch-delay-us", flags->batch_delay_us,
                    "verifier, drafter: how long a forward waits for open sessions still to come")
+      ->capture_default_str();
+  serve
+      ->add_option("--cache-memory", flags->cache_memory,
+                   "verifier, drafter: memory for sessions' caches, e.g. 8GiB (default: half "
+                   "of what is free once the weights are loaded)")
+      ->transform(CLI::AsSizeValue(/*kb_is_1000=*/false));
+  serve
+      ->add_option("--cache-block-tokens", flags->cache_block_tokens,
+                   "verifier, drafter: sessions reserve cache memory in blocks of this many tokens")
       ->capture_default_str();
   serve
       ->add_option("--session-idle-timeout", flags->session_idle_timeout_s,

@@ -195,4 +195,8 @@ absl::StatusOr<std::unique_ptr<DraftSession>> DFlashBlockDrafter::OpenSession(
   return std::make_unique<DFlashDraftSession>(*this, *std::move(cache));
 }
 
+model::CacheFootprint DFlashBlockDrafter::SessionFootprint() const {
+  return drafter_.SequenceFootprint();
+}
+
 }  // namespace specd::engine

@@ -28,6 +28,7 @@ class DFlashBlockDrafter final : public Drafter {
   std::vector<int64_t> TargetHiddenStates() const override;
   absl::StatusOr<DraftOptions> Resolve(const DraftOptions& options) const override;
   absl::StatusOr<std::unique_ptr<DraftSession>> OpenSession(int64_t max_length) const override;
+  model::CacheFootprint SessionFootprint() const override;
   // One forward of the context projection over every call's new context, then one over every
   // call's block, then one head product over every proposal row.
   std::vector<absl::StatusOr<DraftProposal>> ProposeBatch(

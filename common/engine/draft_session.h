@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/model/cache_footprint.h"
 
 namespace specd::engine {
 
@@ -86,6 +87,8 @@ class Drafter {
   virtual absl::StatusOr<DraftOptions> Resolve(const DraftOptions& options) const = 0;
   // A session for sequences of up to `max_length` positions.
   virtual absl::StatusOr<std::unique_ptr<DraftSession>> OpenSession(int64_t max_length) const = 0;
+  // The memory such a session holds (a CachePool reserves it before OpenSession).
+  virtual model::CacheFootprint SessionFootprint() const = 0;
 
   // Every call of `batch`; result i is call i's. This runs them one after another; a drafter
   // that can put many sessions into one forward does so.

@@ -7,8 +7,12 @@
 
 namespace specd::engine {
 
-InProcessTargetPort::InProcessTargetPort(TargetSession session, TargetBatcher& batcher)
-    : session_(std::move(session)), batcher_(batcher), membership_(batcher.Join()) {}
+InProcessTargetPort::InProcessTargetPort(TargetSession session, TargetBatcher& batcher,
+                                         std::optional<CachePool::Reservation> memory)
+    : memory_(std::move(memory)),
+      session_(std::move(session)),
+      batcher_(batcher),
+      membership_(batcher.Join()) {}
 
 absl::StatusOr<EmittedTokens> InProcessTargetPort::Prefill() {
   return Keep(batcher_.Prefill(session_));
@@ -50,9 +54,12 @@ absl::StatusOr<std::vector<int64_t>> InProcessDraftPort::Propose(int64_t anchor,
 }
 
 InProcessPair::InProcessPair(const model::Qwen35Model& target, const Drafter* drafter,
-                             const BatchingOptions& batching)
-    : target_(target), drafter_(drafter), target_batcher_(target, batching) {
-  if (drafter_ != nullptr) draft_batcher_.emplace(*drafter_, batching);
+                             const PairOptions& options)
+    : target_(target),
+      drafter_(drafter),
+      cache_pool_(options.cache_pool),
+      target_batcher_(target, options.target_batching) {
+  if (drafter_ != nullptr) draft_batcher_.emplace(*drafter_, options.draft_batching);
 }
 
 BatchingStats InProcessPair::drafter_stats() const {
@@ -60,7 +67,8 @@ BatchingStats InProcessPair::drafter_stats() const {
 }
 
 absl::StatusOr<RequestPorts> InProcessPair::Open(const GenerationRequest& request,
-                                                 const std::optional<DraftOptions>& draft) {
+                                                 const std::optional<DraftOptions>& draft,
+                                                 const std::function<bool()>& cancelled) {
   std::optional<DraftOptions> resolved;
   if (draft.has_value()) {
     if (drafter_ == nullptr) return absl::FailedPreconditionError("this pair has no drafter");
@@ -70,6 +78,15 @@ absl::StatusOr<RequestPorts> InProcessPair::Open(const GenerationRequest& reques
   }
   const int64_t max_length =
       static_cast<int64_t>(request.prompt.size()) + request.stop.max_new_tokens;
+  std::optional<CachePool::Reservation> memory;
+  if (cache_pool_ != nullptr) {
+    model::CacheFootprint footprint = target_.SequenceFootprint();
+    if (resolved.has_value()) footprint = footprint + drafter_->SessionFootprint();
+    absl::StatusOr<CachePool::Reservation> reserved =
+        cache_pool_->Reserve(footprint, max_length, cancelled);
+    if (!reserved.ok()) return reserved.status();
+    memory.emplace(*std::move(reserved));
+  }
   absl::StatusOr<TargetSession> session = TargetSession::Open(
       target_, {.prompt = request.prompt,
                 .sampling = request.sampling,
@@ -79,7 +96,8 @@ absl::StatusOr<RequestPorts> InProcessPair::Open(const GenerationRequest& reques
                 .max_length = max_length,
                 .top_logprobs = request.top_logprobs});
   if (!session.ok()) return session.status();
-  auto target = std::make_unique<InProcessTargetPort>(*std::move(session), target_batcher_);
+  auto target = std::make_unique<InProcessTargetPort>(*std::move(session), target_batcher_,
+                                                      std::move(memory));
   RequestPorts ports;
   if (resolved.has_value()) {
     absl::StatusOr<std::unique_ptr<DraftSession>> draft_session = drafter_->OpenSession(max_length);

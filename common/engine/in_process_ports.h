@@ -5,12 +5,14 @@
 // memory). Each model's forwards go through its step scheduler (TargetBatcher, DraftBatcher), so
 // concurrent requests share every forward.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/engine/cache_pool.h"
 #include "common/engine/draft_batcher.h"
 #include "common/engine/draft_session.h"
 #include "common/engine/generation.h"
@@ -23,8 +25,10 @@ namespace specd::engine {
 
 class InProcessTargetPort final : public TargetPort {
  public:
-  // `batcher` runs every forward and must outlive the port.
-  InProcessTargetPort(TargetSession session, TargetBatcher& batcher);
+  // `batcher` runs every forward and must outlive the port; `memory` (if any) is the request's
+  // reservation, given back when the port goes (after the draft port, which refers to it).
+  InProcessTargetPort(TargetSession session, TargetBatcher& batcher,
+                      std::optional<CachePool::Reservation> memory = std::nullopt);
 
   absl::StatusOr<EmittedTokens> Prefill() override;
   absl::StatusOr<EmittedTokens> Verify(std::span<const int64_t> drafts) override;
@@ -35,6 +39,7 @@ class InProcessTargetPort final : public TargetPort {
  private:
   absl::StatusOr<EmittedTokens> Keep(absl::StatusOr<TargetStep> step);
 
+  std::optional<CachePool::Reservation> memory_;  // first: held until everything else is gone
   TargetSession session_;
   TargetBatcher& batcher_;
   TargetBatcher::Membership membership_;
@@ -57,16 +62,24 @@ class InProcessDraftPort final : public DraftPort {
   DraftBatcher::Membership membership_;
 };
 
+struct PairOptions {
+  BatchingOptions target_batching = {};
+  BatchingOptions draft_batching = {};
+  CachePool* cache_pool = nullptr;  // the sessions' memory budget; none: no budget
+};
+
 class InProcessPair {
  public:
-  // Target-only without a drafter. Both must outlive the pair.
+  // Target-only without a drafter. Both, and the options' cache pool, must outlive the pair.
   InProcessPair(const model::Qwen35Model& target, const Drafter* drafter,
-                const BatchingOptions& batching = {});
+                const PairOptions& options = {});
 
   // The ports of one request (ValidateRequest'd by the caller), drafted with `draft` (resolved
-  // here, so a drafter's own refusals come back) or target-only without.
-  absl::StatusOr<RequestPorts> Open(const GenerationRequest& request,
-                                    const std::optional<DraftOptions>& draft);
+  // here, so a drafter's own refusals come back) or target-only without. With a pool, waits for
+  // the memory of the request's longest sequence first (CachePool::Reserve).
+  absl::StatusOr<RequestPorts> Open(
+      const GenerationRequest& request, const std::optional<DraftOptions>& draft,
+      const std::function<bool()>& cancelled = [] { return false; });
 
   // What the steps so far batched, per model (the drafter's empty without one).
   BatchingStats target_stats() const { return target_batcher_.stats(); }
@@ -75,6 +88,7 @@ class InProcessPair {
  private:
   const model::Qwen35Model& target_;
   const Drafter* drafter_;
+  CachePool* cache_pool_;
   TargetBatcher target_batcher_;
   std::optional<DraftBatcher> draft_batcher_;
 };

@@ -86,4 +86,8 @@ absl::StatusOr<std::unique_ptr<DraftSession>> OracleDrafter::OpenSession(int64_t
   return std::make_unique<OracleDraftSession>(target_, *std::move(cache));
 }
 
+model::CacheFootprint OracleDrafter::SessionFootprint() const {
+  return target_.SequenceFootprint();
+}
+
 }  // namespace specd::engine

@@ -23,6 +23,7 @@ class OracleDrafter final : public Drafter {
   // Any block up to block_size(); no window, no adaptive length.
   absl::StatusOr<DraftOptions> Resolve(const DraftOptions& options) const override;
   absl::StatusOr<std::unique_ptr<DraftSession>> OpenSession(int64_t max_length) const override;
+  model::CacheFootprint SessionFootprint() const override;
 
  private:
   const model::Qwen35Model& target_;

@@ -25,6 +25,8 @@ struct BatchingOptions {
   int64_t max_rows = 2048;     // tokens per forward: a step's budget
   int64_t max_sequences = 64;  // jobs per forward; 1 runs one sequence at a time (no batching)
   std::chrono::microseconds max_delay{2000};  // how long a step waits for members still to come
+  // Sees each step's jobs and rows once it ran (metrics); may be empty.
+  std::function<void(int64_t sequences, int64_t rows)> on_step = {};
 };
 
 // What the steps so far did, for metrics and benchmarks.
@@ -167,6 +169,7 @@ class StepBatcher {
       stats_.sequences += static_cast<int64_t>(batch.size());
       stats_.rows += rows;
       finished_.notify_all();
+      if (options_.on_step) options_.on_step(static_cast<int64_t>(batch.size()), rows);
     }
   }
 

@@ -39,6 +39,13 @@ LayerCache DecoderLayer::NewCache(int64_t max_length, const ModelOptions& option
   return std::get<GatedAttention>(mixer_).NewCache(max_length, options);
 }
 
+CacheFootprint DecoderLayer::SequenceFootprint(const ModelOptions& options) const {
+  if (const auto* delta_net = std::get_if<GatedDeltaNet>(&mixer_)) {
+    return delta_net->StateFootprint(options);
+  }
+  return std::get<GatedAttention>(mixer_).SequenceFootprint(options);
+}
+
 at::Tensor DecoderLayer::Forward(const at::Tensor& x, std::span<LayerCache* const> caches,
                                  const ForwardContext& context) const {
   const at::Tensor normed = input_layernorm_.Forward(x);

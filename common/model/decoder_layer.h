@@ -29,6 +29,7 @@ class DecoderLayer {
                      const ForwardContext& context) const;
 
   LayerCache NewCache(int64_t max_length, const ModelOptions& options) const;
+  CacheFootprint SequenceFootprint(const ModelOptions& options) const;
 
  private:
   ZeroCentredRmsNorm input_layernorm_;

@@ -30,6 +30,10 @@ KvCache DFlashAttention::NewCache(int64_t max_length, const ModelOptions& option
   return KvCache(kv_heads_, head_dim_, max_length, options);
 }
 
+CacheFootprint DFlashAttention::SequenceFootprint(const ModelOptions& options) const {
+  return KvCache::Footprint(kv_heads_, head_dim_, options);
+}
+
 at::Tensor DFlashAttention::Keys(const at::Tensor& x, const RotaryAngles& angles) const {
   return ApplyRotary(k_norm_.Forward(k_proj_.Forward(x).view({x.size(0), kv_heads_, head_dim_})),
                      angles);

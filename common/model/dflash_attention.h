@@ -28,6 +28,7 @@ class DFlashAttention {
                               const std::string& prefix);
 
   KvCache NewCache(int64_t max_length, const ModelOptions& options) const;
+  CacheFootprint SequenceFootprint(const ModelOptions& options) const;
 
   // Writes the keys and values of context features [rows, hidden]: sequence i's rows
   // (`sequences.sequences[i]`, at their positions) into caches[i].

@@ -18,4 +18,10 @@ absl::Status DFlashCache::Truncate(int64_t length) {
   return absl::OkStatus();
 }
 
+int64_t DFlashCache::bytes() const {
+  int64_t total = 0;
+  for (const KvCache& layer : layers_) total += layer.bytes();
+  return total;
+}
+
 }  // namespace specd::model

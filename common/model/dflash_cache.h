@@ -25,6 +25,9 @@ class DFlashCache {
   // Empty again, ready for a new request; nothing is reallocated.
   void Reset() { length_ = 0; }
 
+  // The memory its layers hold (DFlashDrafter::SequenceFootprint says it beforehand).
+  int64_t bytes() const;
+
  private:
   friend class DFlashDrafter;
 

@@ -136,6 +136,13 @@ std::vector<int64_t> DFlashDrafter::TargetHiddenStates() const {
   return indices;
 }
 
+CacheFootprint DFlashDrafter::SequenceFootprint() const {
+  CacheFootprint footprint;
+  for (const Layer& layer : layers_)
+    footprint = footprint + layer.self_attn.SequenceFootprint(options_);
+  return footprint;
+}
+
 absl::StatusOr<DFlashCache> DFlashDrafter::NewCache(int64_t max_length) const {
   if (max_length <= 0) {
     return absl::InvalidArgumentError(

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "common/io/dflash_config.h"
 #include "common/io/qwen35_config.h"
+#include "common/model/cache_footprint.h"
 #include "common/model/dflash_attention.h"
 #include "common/model/dflash_cache.h"
 #include "common/model/linear.h"
@@ -72,6 +73,8 @@ class DFlashDrafter {
 
   // A cache for up to `max_length` context positions.
   absl::StatusOr<DFlashCache> NewCache(int64_t max_length) const;
+  // What NewCache allocates.
+  CacheFootprint SequenceFootprint() const;
 
   // Appends the context features [n, taps · hidden] of the target positions [cache.length(),
   // cache.length() + n): fc and hidden_norm, then every layer's keys and values of them.

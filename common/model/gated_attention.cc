@@ -28,6 +28,10 @@ KvCache GatedAttention::NewCache(int64_t max_length, const ModelOptions& options
   return KvCache(kv_heads_, head_dim_, max_length, options);
 }
 
+CacheFootprint GatedAttention::SequenceFootprint(const ModelOptions& options) const {
+  return KvCache::Footprint(kv_heads_, head_dim_, options);
+}
+
 at::Tensor GatedAttention::Forward(const at::Tensor& x, std::span<LayerCache* const> caches,
                                    const ForwardContext& context) const {
   const int64_t rows = x.size(0);

@@ -30,6 +30,7 @@ class GatedAttention {
                      const ForwardContext& context) const;
 
   KvCache NewCache(int64_t max_length, const ModelOptions& options) const;
+  CacheFootprint SequenceFootprint(const ModelOptions& options) const;
 
  private:
   int64_t heads_ = 0;

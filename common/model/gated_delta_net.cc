@@ -44,6 +44,10 @@ GatedDeltaNetState GatedDeltaNet::NewState(const ModelOptions& options) const {
   return GatedDeltaNetState(dims_, options);
 }
 
+CacheFootprint GatedDeltaNet::StateFootprint(const ModelOptions& options) const {
+  return GatedDeltaNetState::Footprint(dims_, options);
+}
+
 at::Tensor GatedDeltaNet::Forward(const at::Tensor& x, std::span<LayerCache* const> caches,
                                   const ForwardContext& context) const {
   const int64_t rows = x.size(0);

@@ -30,6 +30,7 @@ class GatedDeltaNet {
                      const ForwardContext& context) const;
 
   GatedDeltaNetState NewState(const ModelOptions& options) const;
+  CacheFootprint StateFootprint(const ModelOptions& options) const;
 
  private:
   GatedDeltaNetDims dims_;

@@ -31,6 +31,21 @@ GatedDeltaNetState::GatedDeltaNetState(const GatedDeltaNetDims& dims, const Mode
   block_start_recurrent_ = at::zeros_like(recurrent_);
 }
 
+CacheFootprint GatedDeltaNetState::Footprint(const GatedDeltaNetDims& dims,
+                                             const ModelOptions& options) {
+  const auto element = static_cast<int64_t>(c10::elementSize(options.dtype));
+  const int64_t conv = (dims.conv_kernel - 1) * dims.conv_channels() * element;
+  const int64_t recurrent =
+      dims.value_heads * dims.key_dim * dims.value_dim * static_cast<int64_t>(sizeof(float));
+  // Each twice: the live state and the state before a pending block.
+  return {.fixed_bytes = 2 * (conv + recurrent), .bytes_per_token = 0};
+}
+
+int64_t GatedDeltaNetState::bytes() const {
+  return static_cast<int64_t>(conv_.nbytes() + block_start_conv_.nbytes() + recurrent_.nbytes() +
+                              block_start_recurrent_.nbytes());
+}
+
 at::Tensor GatedDeltaNetState::Advance(const at::Tensor& conv_inputs, const DeltaRuleInputs& inputs,
                                        bool keep_for_rollback) {
   block_.reset();

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "common/model/cache_footprint.h"
 #include "common/model/model_options.h"
 
 namespace specd::model {
@@ -36,6 +37,11 @@ struct DeltaRuleInputs {
 class GatedDeltaNetState {
  public:
   GatedDeltaNetState(const GatedDeltaNetDims& dims, const ModelOptions& options);
+
+  // What such a state takes (all of it fixed: it does not grow with the sequence).
+  static CacheFootprint Footprint(const GatedDeltaNetDims& dims, const ModelOptions& options);
+  // What this one holds.
+  int64_t bytes() const;
 
   // Previous conv inputs [K−1, conv_channels], oldest first.
   const at::Tensor& conv() const { return conv_; }

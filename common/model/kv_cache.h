@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "common/model/cache_footprint.h"
 #include "common/model/model_options.h"
 
 namespace specd::model {
@@ -13,6 +14,11 @@ namespace specd::model {
 class KvCache {
  public:
   KvCache(int64_t kv_heads, int64_t head_dim, int64_t max_length, const ModelOptions& options);
+
+  // What such a cache takes per token of max_length.
+  static CacheFootprint Footprint(int64_t kv_heads, int64_t head_dim, const ModelOptions& options);
+  // What this one holds.
+  int64_t bytes() const;
 
   // Stores k, v [T, kv_heads, head_dim] at positions [start, start + T).
   void Write(int64_t start, const at::Tensor& k, const at::Tensor& v);

@@ -23,6 +23,14 @@ absl::Status Qwen35Cache::Rollback(int64_t accepted) {
   return absl::OkStatus();
 }
 
+int64_t Qwen35Cache::bytes() const {
+  int64_t total = 0;
+  for (const LayerCache& layer : layers_) {
+    total += std::visit([](const auto& cache) { return cache.bytes(); }, layer);
+  }
+  return total;
+}
+
 void Qwen35Cache::Reset() {
   for (LayerCache& layer : layers_) {
     if (auto* state = std::get_if<GatedDeltaNetState>(&layer)) state->Reset();

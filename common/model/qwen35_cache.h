@@ -33,6 +33,9 @@ class Qwen35Cache {
   // Empty again, ready for a new request; nothing is reallocated.
   void Reset();
 
+  // The memory its layers hold (Qwen35Model::SequenceFootprint says it beforehand).
+  int64_t bytes() const;
+
  private:
   friend class Qwen35Model;
 

@@ -79,6 +79,13 @@ absl::StatusOr<Qwen35Cache> Qwen35Model::NewCache(int64_t max_length) const {
   });
 }
 
+CacheFootprint Qwen35Model::SequenceFootprint() const {
+  CacheFootprint footprint;
+  for (const DecoderLayer& layer : layers_)
+    footprint = footprint + layer.SequenceFootprint(options_);
+  return footprint;
+}
+
 absl::StatusOr<ForwardOutput> Qwen35Model::Prefill(std::span<const int64_t> ids, Qwen35Cache& cache,
                                                    const ForwardOptions& options) const {
   cache.Reset();

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "common/io/checkpoint.h"
 #include "common/io/qwen35_config.h"
+#include "common/model/cache_footprint.h"
 #include "common/model/decoder_layer.h"
 #include "common/model/model_options.h"
 #include "common/model/named_parameter.h"
@@ -67,6 +68,8 @@ class Qwen35Model {
 
   // A cache for sequences of up to `max_length` tokens.
   absl::StatusOr<Qwen35Cache> NewCache(int64_t max_length) const;
+  // What NewCache allocates.
+  CacheFootprint SequenceFootprint() const;
 
   // Starts `cache` over with `ids`.
   absl::StatusOr<ForwardOutput> Prefill(std::span<const int64_t> ids, Qwen35Cache& cache,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -23,9 +24,10 @@ struct DrafterHandler::Session {
 
   std::mutex mutex;  // calls on one session are serial by contract; this keeps a misuse safe
   rpc::ContextBufferReader context;
-  std::unique_ptr<engine::DraftSession> draft;  // sized to the mapped buffer's rows
-  int64_t capacity = 0;                         // positions `draft` holds at most
-  std::string buffer;                           // the buffer `draft` was projected from
+  std::optional<engine::CachePool::Reservation> memory;  // before `draft`: given back after it
+  std::unique_ptr<engine::DraftSession> draft;           // sized to the mapped buffer's rows
+  int64_t capacity = 0;                                  // positions `draft` holds at most
+  std::string buffer;                                    // the buffer `draft` was projected from
   engine::DraftBatcher::Membership membership;
 };
 
@@ -118,6 +120,14 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
   v1::DraftResponse response;
   absl::Status drafted = base::CatchTorchErrors("draft", [&]() -> absl::Status {
     if (session.draft == nullptr || session.capacity < session.context.rows()) {
+      session.draft.reset();
+      session.memory.reset();
+      if (options_.cache_pool != nullptr) {
+        absl::StatusOr<engine::CachePool::Reservation> reserved =
+            options_.cache_pool->TryReserve(drafter_->SessionFootprint(), session.context.rows());
+        if (!reserved.ok()) return reserved.status();
+        session.memory.emplace(*std::move(reserved));
+      }
       absl::StatusOr<std::unique_ptr<engine::DraftSession>> draft =
           drafter_->OpenSession(session.context.rows());
       if (!draft.ok()) return draft.status();

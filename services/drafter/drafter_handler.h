@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "common/engine/cache_pool.h"
 #include "common/engine/dflash_block_drafter.h"
 #include "common/engine/draft_batcher.h"
 #include "common/engine/step_batcher.h"
@@ -28,6 +29,10 @@ struct DrafterOptions {
   absl::Duration session_idle_timeout = absl::Seconds(60);
   metrics::Gauge* open_sessions = nullptr;  // optional: follows the number of open sessions
   engine::BatchingOptions batching = {};
+  // The memory budget sessions' caches reserve from; none: no budget. A session that does not
+  // fit now is refused (RESOURCE_EXHAUSTED), its request going on target-only. It must outlive
+  // the handler.
+  engine::CachePool* cache_pool = nullptr;
 };
 
 class DrafterHandler final : public DrafterApi {

@@ -110,8 +110,11 @@ GenerationHandler::GenerationHandler(BackendPool& backends, const text::Tokenize
       chat_(options.chat_flavor),
       options_(std::move(options)),
       metrics_(registry, options_.model_name),
-      admission_(options_.max_running, options_.max_waiting, metrics_.running(),
-                 metrics_.waiting()),
+      admission_(options_.max_running, options_.max_waiting, "request slots",
+                 [this](const engine::AdmissionCounts& counts) {
+                   metrics_.running().Set(static_cast<double>(counts.used));
+                   metrics_.waiting().Set(static_cast<double>(counts.waiting));
+                 }),
       id_prefix_(rpc::NewInstanceId()) {}
 
 absl::StatusOr<GenerationHandler::Prepared> GenerationHandler::Prepare(
@@ -244,8 +247,8 @@ absl::Status GenerationHandler::Run(v1::GenerateStreamRequest request, const Can
     }
   }
   absl::Status status = [&]() -> absl::Status {
-    absl::StatusOr<AdmissionQueue::Ticket> ticket =
-        admission_.Admit([&] { return cancelled() || flight->aborted; });
+    absl::StatusOr<engine::AdmissionQueue::Ticket> ticket =
+        admission_.Admit(1, [&] { return cancelled() || flight->aborted; });
     if (!ticket.ok()) return ticket.status();
     absl::StatusOr<BackendPool::Lease> pair = backends_.Acquire();
     if (!pair.ok()) return pair.status();
@@ -261,8 +264,9 @@ absl::Status GenerationHandler::Run(v1::GenerateStreamRequest request, const Can
   return status;
 }
 
-absl::StatusOr<engine::RequestPorts> GenerationHandler::OpenPorts(const Prepared& prepared,
-                                                                  const BackendPool::Lease& pair) {
+absl::StatusOr<engine::RequestPorts> GenerationHandler::OpenPorts(
+    const Prepared& prepared, const BackendPool::Lease& pair,
+    const std::function<bool()>& cancelled) {
   std::optional<engine::DraftOptions> draft;
   if (prepared.draft.block_size > 1) draft = prepared.draft;
   if (engine::InProcessPair* in_process = pair.in_process(); in_process != nullptr) {
@@ -270,7 +274,7 @@ absl::StatusOr<engine::RequestPorts> GenerationHandler::OpenPorts(const Prepared
                              .sampling = prepared.model_sampling,
                              .stop = prepared.stop,
                              .top_logprobs = verifier::TopLogprobsOf(prepared.sampling)},
-                            draft);
+                            draft, cancelled);
   }
   v1::PrefillRequest prefill;
   prefill.set_session_id(absl::StrCat(id_prefix_, "-s", next_id_++));
@@ -299,7 +303,8 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
     metrics_.RecordRequest(record);
   };
 
-  absl::StatusOr<engine::RequestPorts> ports = OpenPorts(prepared, pair);
+  absl::StatusOr<engine::RequestPorts> ports =
+      OpenPorts(prepared, pair, [&] { return cancelled() || flight.aborted; });
   if (!ports.ok()) return ports.status();
 
   double draft_seconds = 0;

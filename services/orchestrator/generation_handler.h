@@ -17,12 +17,12 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/base/clock.h"
+#include "common/engine/admission_queue.h"
 #include "common/engine/ports.h"
 #include "common/engine/regime.h"
 #include "common/metrics/registry.h"
 #include "common/text/chat_template.h"
 #include "common/text/tokenizer.h"
-#include "services/orchestrator/admission_queue.h"
 #include "services/orchestrator/backend_pool.h"
 #include "services/orchestrator/orchestrator_metrics.h"
 #include "specd/v1/generation.pb.h"
@@ -85,9 +85,11 @@ class GenerationHandler {
   absl::StatusOr<Prepared> Prepare(const v1::GenerateStreamRequest& request,
                                    const v1::TargetVerifierServiceInfoResponse& target,
                                    const std::optional<v1::DrafterServiceInfoResponse>& drafter);
-  // The ports `prepared` runs on: `pair`'s in-process ones, or its clients'.
+  // The ports `prepared` runs on: `pair`'s in-process ones (waiting for their memory until
+  // `cancelled`), or its clients'.
   absl::StatusOr<engine::RequestPorts> OpenPorts(const Prepared& prepared,
-                                                 const BackendPool::Lease& pair);
+                                                 const BackendPool::Lease& pair,
+                                                 const std::function<bool()>& cancelled);
   // Prefill, then Draft → Verify steps on `pair` until the output stops; sessions are released
   // however it ends. `arrival` starts the request's clock.
   absl::Status Decode(const v1::GenerateStreamRequest& request, const Prepared& prepared,
@@ -99,7 +101,7 @@ class GenerationHandler {
   const text::ChatTemplate chat_;
   const OrchestratorOptions options_;
   OrchestratorMetrics metrics_;
-  AdmissionQueue admission_;
+  engine::AdmissionQueue admission_;  // request slots
 
   std::mutex flights_mutex_;
   std::map<std::string, std::shared_ptr<InFlight>> flights_;

@@ -7,9 +7,11 @@ namespace specd::verifier {
 using rpc::CallUnary;
 using rpc::Reply;
 
-grpc::Status VerifierGrpcService::Prefill(grpc::ServerContext*, const v1::PrefillRequest* request,
+grpc::Status VerifierGrpcService::Prefill(grpc::ServerContext* context,
+                                          const v1::PrefillRequest* request,
                                           v1::PrefillResponse* response) {
-  return Reply(handler_.Prefill(*request), response);
+  return Reply(handler_.PrefillCancellable(*request, [context] { return context->IsCancelled(); }),
+               response);
 }
 
 grpc::Status VerifierGrpcService::Verify(grpc::ServerContext*, const v1::VerifyRequest* request,

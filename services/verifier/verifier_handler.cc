@@ -19,9 +19,11 @@
 
 namespace specd::verifier {
 struct VerifierHandler::Session {
-  Session(engine::TargetSession target, engine::TargetBatcher& batcher)
-      : target(std::move(target)), membership(batcher.Join()) {}
+  Session(std::optional<engine::CachePool::Reservation> memory, engine::TargetSession target,
+          engine::TargetBatcher& batcher)
+      : memory(std::move(memory)), target(std::move(target)), membership(batcher.Join()) {}
 
+  std::optional<engine::CachePool::Reservation> memory;  // first: given back last
   std::mutex mutex;  // calls on one session are serial by contract; this keeps a misuse safe
   engine::TargetSession target;
   engine::TargetBatcher::Membership membership;
@@ -62,7 +64,7 @@ VerifierHandler::VerifierHandler(const model::Qwen35Model& target, VerifierOptio
 VerifierHandler::~VerifierHandler() = default;
 
 absl::StatusOr<std::shared_ptr<VerifierHandler::Session>> VerifierHandler::NewSession(
-    const v1::PrefillRequest& request) {
+    const v1::PrefillRequest& request, const std::function<bool()>& cancelled) {
   const io::Qwen35TextConfig& config = target_.config();
   absl::StatusOr<model::SamplingParams> sampling =
       ToModelSampling(request.sampling(), config.vocab_size);
@@ -97,6 +99,19 @@ absl::StatusOr<std::shared_ptr<VerifierHandler::Session>> VerifierHandler::NewSe
   }
   const int64_t max_length = options.max_length;
   const auto taps = static_cast<int64_t>(options.hidden_states.size());
+  std::optional<engine::CachePool::Reservation> memory;
+  if (options_.cache_pool != nullptr) {
+    // The caches, and the context buffer's float32 rows.
+    const model::CacheFootprint footprint =
+        target_.SequenceFootprint() +
+        model::CacheFootprint{
+            .fixed_bytes = 0,
+            .bytes_per_token = taps * config.hidden_size * static_cast<int64_t>(sizeof(float))};
+    absl::StatusOr<engine::CachePool::Reservation> reserved =
+        options_.cache_pool->Reserve(footprint, max_length, cancelled);
+    if (!reserved.ok()) return reserved.status();
+    memory.emplace(*std::move(reserved));
+  }
   absl::StatusOr<engine::TargetSession> target =
       engine::TargetSession::Open(target_, std::move(options));
   if (!target.ok()) {
@@ -104,7 +119,7 @@ absl::StatusOr<std::shared_ptr<VerifierHandler::Session>> VerifierHandler::NewSe
                ? rpc::AtField("token_ids", target.status())
                : target.status();
   }
-  auto session = std::make_shared<Session>(*std::move(target), batcher_);
+  auto session = std::make_shared<Session>(std::move(memory), *std::move(target), batcher_);
   if (taps > 0) {
     absl::StatusOr<rpc::ContextBuffer> buffer = rpc::ContextBuffer::Create(
         instance_id_, next_buffer_id_++, max_length, taps * config.hidden_size);
@@ -115,7 +130,12 @@ absl::StatusOr<std::shared_ptr<VerifierHandler::Session>> VerifierHandler::NewSe
 }
 
 absl::StatusOr<v1::PrefillResponse> VerifierHandler::Prefill(const v1::PrefillRequest& request) {
-  absl::StatusOr<std::shared_ptr<Session>> session = NewSession(request);
+  return PrefillCancellable(request, [] { return false; });
+}
+
+absl::StatusOr<v1::PrefillResponse> VerifierHandler::PrefillCancellable(
+    const v1::PrefillRequest& request, const std::function<bool()>& cancelled) {
+  absl::StatusOr<std::shared_ptr<Session>> session = NewSession(request, cancelled);
   if (!session.ok()) return session.status();
   absl::StatusOr<std::shared_ptr<Session>> inserted =
       sessions_.Insert(request.session_id(), *session);

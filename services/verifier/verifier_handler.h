@@ -6,11 +6,13 @@
 // step's committed rows into the buffer.
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
+#include "common/engine/cache_pool.h"
 #include "common/engine/step_batcher.h"
 #include "common/engine/target_batcher.h"
 #include "common/engine/target_session.h"
@@ -32,6 +34,9 @@ struct VerifierOptions {
   absl::Duration session_idle_timeout = absl::Seconds(60);
   metrics::Gauge* open_sessions = nullptr;  // optional: follows the number of open sessions
   engine::BatchingOptions batching = {};
+  // The memory budget sessions (caches and context buffers) reserve from; none: no budget. It
+  // must outlive the handler.
+  engine::CachePool* cache_pool = nullptr;
 };
 
 class VerifierHandler final : public VerifierApi {
@@ -42,6 +47,8 @@ class VerifierHandler final : public VerifierApi {
   ~VerifierHandler() override;
 
   absl::StatusOr<v1::PrefillResponse> Prefill(const v1::PrefillRequest& request) override;
+  absl::StatusOr<v1::PrefillResponse> PrefillCancellable(
+      const v1::PrefillRequest& request, const std::function<bool()>& cancelled) override;
   absl::StatusOr<v1::VerifyResponse> Verify(const v1::VerifyRequest& request) override;
   absl::StatusOr<v1::TargetVerifierServiceReleaseResponse> Release(
       const v1::TargetVerifierServiceReleaseRequest& request) override;
@@ -55,7 +62,8 @@ class VerifierHandler final : public VerifierApi {
 
   VerifierHandler(const model::Qwen35Model& target, VerifierOptions options);
 
-  absl::StatusOr<std::shared_ptr<Session>> NewSession(const v1::PrefillRequest& request);
+  absl::StatusOr<std::shared_ptr<Session>> NewSession(const v1::PrefillRequest& request,
+                                                      const std::function<bool()>& cancelled);
   absl::StatusOr<v1::PrefillResponse> RunPrefill(Session& session);
   absl::StatusOr<v1::VerifyResponse> RunVerify(Session& session, const v1::VerifyRequest& request);
   // Writes the rows a step committed into the session's context buffer and returns its new

@@ -198,6 +198,17 @@ TEST(SpecdServeTest, DistributedEmbeddedAndLocalGenerationGiveTheSameIds) {
   EXPECT_GT(Sample(Metrics(*distributed.orchestrator),
                    "specd_spec_decode_num_drafts_total\\{model=\"specd\",regime=\"short\"\\}"),
             0);
+  // Forwards ran batched on every model, and the caches' budget is reported.
+  for (const auto& [server, model] : {std::pair{distributed.verifier.get(), "target"},
+                                      {distributed.drafter.get(), "drafter"},
+                                      {all.get(), "target"},
+                                      {all.get(), "drafter"}}) {
+    const std::string metrics = Metrics(*server);
+    EXPECT_GT(
+        Sample(metrics, absl::StrCat("specd_iteration_tokens_count\\{model=\"", model, "\"\\}")), 0)
+        << model;
+    EXPECT_GT(Sample(metrics, "specd_cache_memory_capacity_bytes"), 0) << model;
+  }
 }
 
 TEST(SpecdServeTest, ThirtyTwoConcurrentStreamsFinishWithoutErrorsOrLeaks) {
@@ -278,12 +289,16 @@ TEST(SpecdServeTest, ACancelledStreamFreesItsSessions) {
   v1::GenerateStreamResponse message;
   ASSERT_TRUE(reader->Read(&message));
   EXPECT_TRUE(EventuallyReads(*distributed.verifier, "specd_verifier_open_sessions", 1));
+  EXPECT_GT(Sample(Metrics(*distributed.verifier), "specd_cache_memory_used_bytes"), 0);
+  EXPECT_EQ(Sample(Metrics(*distributed.verifier), "specd_cache_sequences"), 1);
   context.TryCancel();
   while (reader->Read(&message)) {
   }
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_TRUE(EventuallyReads(*distributed.verifier, "specd_verifier_open_sessions", 0));
   EXPECT_TRUE(EventuallyReads(*distributed.drafter, "specd_drafter_open_sessions", 0));
+  EXPECT_TRUE(EventuallyReads(*distributed.verifier, "specd_cache_memory_used_bytes", 0));
+  EXPECT_TRUE(EventuallyReads(*distributed.drafter, "specd_cache_memory_used_bytes", 0));
 }
 
 TEST(SpecdServeTest, BadInputIsAnsweredWithTheContractsCodes) {

@@ -100,6 +100,25 @@ TEST(StepBatcherTest, UrgentJobsGoFirstAndTheRowBudgetDefersWhatDoesNotFit) {
   EXPECT_THAT(recorder.steps(), ElementsAre(ElementsAre(2, 3), ElementsAre(1)));
 }
 
+TEST(StepBatcherTest, TheObserverSeesEachStepsSequencesAndRows) {
+  std::mutex mutex;
+  std::vector<std::pair<int64_t, int64_t>> seen;
+  Recorder recorder({.max_rows = 10,
+                     .max_sequences = 64,
+                     .max_delay = kLong,
+                     .on_step = [&](int64_t sequences, int64_t rows) {
+                       std::lock_guard lock(mutex);
+                       seen.emplace_back(sequences, rows);
+                     }});
+  std::vector<Job> jobs = {{.id = 1, .job_rows = 8, .is_urgent = false},
+                           {.id = 2, .job_rows = 4, .is_urgent = true},
+                           {.id = 3, .job_rows = 3, .is_urgent = false}};
+  recorder.RunTogether(jobs);
+  std::lock_guard lock(mutex);
+  EXPECT_THAT(seen,
+              ElementsAre(std::pair<int64_t, int64_t>(2, 7), std::pair<int64_t, int64_t>(1, 8)));
+}
+
 TEST(StepBatcherTest, OneSequencePerStepTurnsBatchingOff) {
   Recorder recorder({.max_rows = 100, .max_sequences = 1, .max_delay = kLong});
   std::vector<Job> jobs = {{.id = 1}, {.id = 2}, {.id = 3}};

@@ -125,6 +125,16 @@ class DFlashDrafterTest : public ::testing::Test {
   static inline std::unique_ptr<io::SafetensorsFile> weights_;  // the drafter's
 };
 
+TEST_F(DFlashDrafterTest, TheFootprintIsWhatACacheTakes) {
+  const CacheFootprint footprint = drafter_->SequenceFootprint();
+  EXPECT_EQ(footprint.fixed_bytes, 0);
+  for (const int64_t length : {1, 37, 256}) {
+    absl::StatusOr<DFlashCache> cache = drafter_->NewCache(length);
+    ASSERT_TRUE(cache.ok());
+    EXPECT_EQ(cache->bytes(), footprint.Bytes(length)) << length;
+  }
+}
+
 TEST_F(DFlashDrafterTest, TargetTapsAreTheReferenceContextFeatures) {
   const at::Tensor ids = Reference("context_ids");
   absl::StatusOr<Qwen35Cache> cache = target_->NewCache(kMaxContext);

@@ -92,6 +92,17 @@ TEST_F(Qwen35FixtureTest, Bfloat16PredictsLikeFloat32) {
   EXPECT_GE(Bfloat16PrefillAgreement("qwen35-tiny-a"), 0.9);
 }
 
+TEST_F(Qwen35FixtureTest, TheFootprintIsWhatACacheTakes) {
+  const CacheFootprint footprint = model_->SequenceFootprint();
+  EXPECT_GT(footprint.fixed_bytes, 0);      // the DeltaNet layers' states
+  EXPECT_GT(footprint.bytes_per_token, 0);  // the attention layers' keys and values
+  for (const int64_t length : {1, 37, 256}) {
+    absl::StatusOr<Qwen35Cache> cache = model_->NewCache(length);
+    ASSERT_TRUE(cache.ok());
+    EXPECT_EQ(cache->bytes(), footprint.Bytes(length)) << length;
+  }
+}
+
 TEST_F(Qwen35FixtureTest, ResetCacheServesTheNextRequestLikeANewOne) {
   ASSERT_TRUE(model_->Prefill(Ids(50, 90), *cache_).ok());
   ASSERT_TRUE(model_->Decode(ids_[90], *cache_).ok());

@@ -144,6 +144,32 @@ TEST_F(DrafterHandlerTest, DraftingThroughTheServiceEqualsInProcessDraftingStepB
                 .ids);
 }
 
+TEST_F(DrafterHandlerTest, ASessionWithoutRoomInTheMemoryBudgetIsRefusedAtOnce) {
+  std::unique_ptr<verifier::VerifierHandler> verifier = Verifier();
+  std::unique_ptr<DrafterHandler> probe = Drafter();
+  ASSERT_TRUE(verifier != nullptr && probe != nullptr);
+  // Room for one session as long as the verifier's buffers, not two.
+  const model::CacheFootprint footprint = probe->drafter().SessionFootprint();
+  std::unique_ptr<engine::CachePool> pool = *engine::CachePool::Create(
+      {.budget_bytes = footprint.Bytes(kMaxLength) * 3 / 2, .block_tokens = 16, .max_waiting = 4});
+  DrafterOptions options = Options();
+  options.cache_pool = pool.get();
+  std::unique_ptr<DrafterHandler> drafter = Drafter(options);
+  ASSERT_NE(drafter, nullptr);
+  absl::StatusOr<v1::PrefillResponse> prefill =
+      verifier->Prefill(PrefillRequestFor("s", Prompt(20)));
+  ASSERT_TRUE(prefill.ok()) << prefill.status();
+  // Two drafter sessions on the verifier session's context.
+  const auto draft = [&](const char* session) {
+    return drafter->Draft(DraftRequestFor(session, prefill->context(), prefill->next_token_id()));
+  };
+  EXPECT_TRUE(draft("a").ok());
+  const absl::StatusOr<v1::DraftResponse> refused = draft("b");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  EXPECT_EQ(drafter->open_sessions(), 1u) << "the refused session is not kept";
+  EXPECT_EQ(pool->use().sequences, 1);
+}
+
 TEST_F(DrafterHandlerTest, BlockSizeSetsHowManyTokensAreProposedUpToTheTrainedOne) {
   std::unique_ptr<verifier::VerifierHandler> verifier = Verifier();
   std::unique_ptr<DrafterHandler> drafter = Drafter();

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -367,6 +368,115 @@ TEST_F(GenerationHandlerTest, ConcurrentRequestsGiveWhatEachGivesAlone) {
       paths.front().handler->Generate(Request(greedy_prompt), Never);
   ASSERT_TRUE(greedy.ok()) << greedy.status();
   EXPECT_EQ(Ids(*greedy), TargetOnlyIds(greedy_prompt));
+}
+
+TEST_F(GenerationHandlerTest, RequestsBeyondTheMemoryBudgetWaitAndGiveWhatEachGivesAlone) {
+  constexpr int kRequests = 8;
+  constexpr int64_t kMaxNew = 12;
+  const std::vector<int64_t> prompt_lengths = {7, 40, 130, 300};
+  // One memory budget for the verifier, the drafter and the in-process pair (as `serve --role
+  // all` has): room for the two longest requests at once, target and drafter sessions, not more.
+  const model::CacheFootprint request_footprint =
+      target_->SequenceFootprint() + drafter_->drafter().SessionFootprint();
+  const int64_t longest_blocks = (prompt_lengths.back() + kRequests + kMaxNew + 15) / 16;
+  std::vector<engine::CachePoolUse> uses;
+  std::mutex uses_mutex;
+  std::unique_ptr<engine::CachePool> pool =
+      *engine::CachePool::Create({.budget_bytes = 2 * request_footprint.Bytes(16 * longest_blocks),
+                                  .block_tokens = 16,
+                                  .max_waiting = kRequests},
+                                 [&](const engine::CachePoolUse& use) {
+                                   std::lock_guard lock(uses_mutex);
+                                   uses.push_back(use);
+                                 });
+  const std::shared_ptr<verifier::VerifierHandler> verifier = testing::PairVerifier(
+      *target_, /*max_session_length=*/1024, /*max_sessions=*/2 * kRequests, pool.get());
+  const std::shared_ptr<drafter::DrafterHandler> drafter =
+      testing::PairDrafter(*target_, /*max_sessions=*/2 * kRequests, pool.get());
+  ServedPair served(*verifier, *drafter);
+  const OrchestratorOptions options = Options(kRequests, kRequests);
+  std::vector<std::pair<std::string, std::unique_ptr<GenerationHandler>>> paths;
+  paths.emplace_back(
+      "in-process",
+      Handler({.host = "in-process",
+               .verifier = verifier,
+               .drafter = drafter,
+               .in_process = std::make_shared<engine::InProcessPair>(
+                   *target_, &drafter->drafter(), engine::PairOptions{.cache_pool = pool.get()})},
+              options));
+  paths.emplace_back(
+      "handlers", Handler({.host = "handlers", .verifier = verifier, .drafter = drafter}, options));
+  paths.emplace_back("gRPC", Handler(served.pair(), options));
+
+  std::vector<v1::GenerateRequest> requests;
+  for (int i = 0; i < kRequests; ++i) {
+    v1::GenerateRequest request = Request(Prompt(prompt_lengths[i % 4] + i), kMaxNew,
+                                          /*temperature=*/i % 3 == 2 ? 1.0 : 0.0, /*seed=*/i + 1);
+    request.mutable_speculation()->set_block_size(i % 2 == 0 ? 4 : 1);
+    requests.push_back(std::move(request));
+  }
+  for (auto& [name, handler] : paths) {
+    std::vector<v1::GenerateResponse> alone;
+    for (const v1::GenerateRequest& request : requests) {
+      absl::StatusOr<v1::GenerateResponse> response = handler->Generate(request, Never);
+      ASSERT_TRUE(response.ok()) << name << ": " << response.status();
+      alone.push_back(*std::move(response));
+    }
+    {
+      std::lock_guard lock(uses_mutex);
+      uses.clear();
+    }
+    std::vector<absl::StatusOr<v1::GenerateResponse>> together(kRequests, absl::UnknownError(""));
+    std::vector<std::thread> clients;
+    for (int i = 0; i < kRequests; ++i) {
+      clients.emplace_back([&, i] { together[i] = handler->Generate(requests[i], Never); });
+    }
+    for (std::thread& client : clients) client.join();
+    for (int i = 0; i < kRequests; ++i) {
+      ASSERT_TRUE(together[i].ok()) << name << " request " << i << ": " << together[i].status();
+      EXPECT_EQ(Ids(*together[i]), Ids(alone[i])) << name << " request " << i;
+    }
+    std::lock_guard lock(uses_mutex);
+    const auto most = [&](auto field) {
+      int64_t top = 0;
+      for (const engine::CachePoolUse& use : uses) top = std::max(top, use.*field);
+      return top;
+    };
+    EXPECT_LE(most(&engine::CachePoolUse::used_bytes), pool->use().capacity_bytes) << name;
+    EXPECT_GE(most(&engine::CachePoolUse::waiting), 1) << name << ": nobody waited for memory";
+    EXPECT_GE(most(&engine::CachePoolUse::sequences), 2) << name;
+    EXPECT_EQ(pool->use().used_bytes, 0) << name << ": every session gave its memory back";
+  }
+}
+
+TEST_F(GenerationHandlerTest, ARequestLargerThanTheMemoryBudgetIsResourceExhausted) {
+  std::unique_ptr<engine::CachePool> pool =
+      *engine::CachePool::Create({.budget_bytes = target_->SequenceFootprint().Bytes(64),
+                                  .block_tokens = 16,
+                                  .max_waiting = 4});
+  const std::shared_ptr<verifier::VerifierHandler> verifier =
+      testing::PairVerifier(*target_, /*max_session_length=*/256, /*max_sessions=*/8, pool.get());
+  const std::vector<std::unique_ptr<GenerationHandler>> handlers = [&] {
+    std::vector<std::unique_ptr<GenerationHandler>> made;
+    made.push_back(
+        Handler({.host = "in-process",
+                 .verifier = verifier,
+                 .drafter = nullptr,
+                 .in_process = std::make_shared<engine::InProcessPair>(
+                     *target_, nullptr, engine::PairOptions{.cache_pool = pool.get()})}));
+    made.push_back(Handler({.host = "handlers", .verifier = verifier, .drafter = nullptr}));
+    return made;
+  }();
+  for (const std::unique_ptr<GenerationHandler>& handler : handlers) {
+    const absl::StatusOr<v1::GenerateResponse> response =
+        handler->Generate(Request(Prompt(100)), Never);
+    EXPECT_EQ(response.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_THAT(response.status().message(), HasSubstr("cache memory"));
+    // One that fits still runs.
+    EXPECT_TRUE(handler->Generate(Request(Prompt(20)), Never).ok());
+  }
+  EXPECT_EQ(verifier->open_sessions(), 0u);
+  EXPECT_EQ(pool->use().used_bytes, 0);
 }
 
 TEST_F(GenerationHandlerTest, ALostDrafterCostsSpeedNotTheRequest) {

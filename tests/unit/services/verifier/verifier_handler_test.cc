@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -456,6 +457,50 @@ TEST_F(VerifierHandlerTest, ReleaseFreesTheSessionAndUnlinksItsBuffer) {
   released = handler->Release(release);
   ASSERT_TRUE(released.ok()) << released.status();
   EXPECT_FALSE(released->released()) << "idempotent: a second Release finds nothing";
+}
+
+TEST_F(VerifierHandlerTest, APrefillWaitsForMemoryASessionHoldsUntilItIsReleased) {
+  // Room for one session of the longest length, with its context buffer, not two.
+  const model::CacheFootprint session =
+      Target().SequenceFootprint() +
+      model::CacheFootprint{.fixed_bytes = 0,
+                            .bytes_per_token = Width() * static_cast<int64_t>(sizeof(float))};
+  std::unique_ptr<engine::CachePool> pool = *engine::CachePool::Create(
+      {.budget_bytes = session.Bytes(kMaxLength) * 3 / 2, .block_tokens = 16, .max_waiting = 4});
+  VerifierOptions options = Options();
+  options.cache_pool = pool.get();
+  std::unique_ptr<VerifierHandler> handler = Handler(options);
+  ASSERT_NE(handler, nullptr);
+  ASSERT_TRUE(handler->Prefill(PrefillRequestFor("a", Prompt(5))).ok());
+  EXPECT_EQ(pool->use().used_bytes, session.Bytes(kMaxLength));
+
+  // A second session waits; its caller leaving ends the wait, leaving nothing behind.
+  std::atomic<bool> gone = false;
+  std::thread leaving([&] {
+    EXPECT_EQ(
+        handler->PrefillCancellable(PrefillRequestFor("b", Prompt(5)), [&] { return gone.load(); })
+            .status()
+            .code(),
+        absl::StatusCode::kCancelled);
+  });
+  while (pool->use().waiting != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  gone = true;
+  leaving.join();
+  EXPECT_EQ(handler->open_sessions(), 1u);
+
+  // Another one goes on once the first is released.
+  std::thread waiting([&] {
+    absl::StatusOr<v1::PrefillResponse> prefill =
+        handler->Prefill(PrefillRequestFor("c", Prompt(5)));
+    EXPECT_TRUE(prefill.ok()) << prefill.status();
+  });
+  while (pool->use().waiting != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  v1::TargetVerifierServiceReleaseRequest release;
+  release.set_session_id("a");
+  ASSERT_TRUE(handler->Release(release).ok());
+  waiting.join();
+  EXPECT_EQ(handler->open_sessions(), 1u);
+  EXPECT_EQ(pool->use().sequences, 1);
 }
 
 TEST_F(VerifierHandlerTest, AnIdleSessionExpiresAndUnlinksItsBuffer) {
