@@ -1,5 +1,6 @@
-// specd bench decode: prefill and decode speed of the target, the decode step's effective weight
-// bandwidth against a host copy measured in the same run, and the resident memory of its weights.
+// specd bench decode: prefill and decode speed of the target, what a verify block costs against a
+// decode step, the decode step's effective weight bandwidth against a host copy measured in the
+// same run, and the resident memory of its weights.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -40,6 +41,8 @@ struct DecodeBenchFlags {
   std::string kernels = "backend";
   int64_t copy_mib = 256;
   uint64_t seed = 0;
+  int64_t block = 16;                      // rows of the verify block timed against a decode step
+  std::string int4_activations = "exact";  // or int8 (W4A8)
 };
 
 // Bytes/s of the best of a few ParallelCopy runs over buffers far larger than the last-level
@@ -95,7 +98,7 @@ void PrintResidentMemory(const ResidentMemory& before, const WeightFootprint& fo
       static_cast<double>(after.file - before.file) / kMiB);
   std::printf(
       "expected         %.1f MiB of weights: %.1f MiB INT4 (packed, scales, zero points) + "
-      "%.1f MiB dense (%s; mapped ones resident once touched)\n",
+      "%.1f MiB dense (%s, bf16 matrices as stored; mapped ones resident once touched)\n",
       footprint.total_bytes() / kMiB, footprint.int4_bytes / kMiB, footprint.dense_bytes / kMiB,
       c10::toString(dtype));
 }
@@ -107,7 +110,10 @@ absl::Status BenchDecode(const DecodeBenchFlags& flags) {
   const int threads = kernels::cpu::ThreadPool::Shared().size();
   if (flags.kernels == "reference") model::ops::UseReferenceOnly(true);
   const ResidentMemory before_load = ReadResidentMemory();
-  absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(flags.model);
+  const model::ModelOptions options{.int4_activations = flags.int4_activations == "int8"
+                                                            ? quant::Int4Activations::kInt8
+                                                            : quant::Int4Activations::kExact};
+  absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(flags.model, options);
   if (!target.ok()) return target.status();
   absl::StatusOr<WeightFootprint> footprint = MeasureWeightFootprint(flags.model, *target);
   if (!footprint.ok()) return footprint.status();
@@ -118,7 +124,8 @@ absl::Status BenchDecode(const DecodeBenchFlags& flags) {
   std::uniform_int_distribution<int64_t> token(0, config.vocab_size - 1);
   std::vector<int64_t> prompt(flags.prompt_length);
   for (int64_t& id : prompt) id = token(random);
-  absl::StatusOr<model::Qwen35Cache> cache = target->NewCache(flags.prompt_length + flags.tokens);
+  absl::StatusOr<model::Qwen35Cache> cache =
+      target->NewCache(flags.prompt_length + flags.tokens + flags.block);
   if (!cache.ok()) return cache.status();
 
   // The first prefill pages the memory-mapped weights in; the second is the one measured.
@@ -139,6 +146,19 @@ absl::Status BenchDecode(const DecodeBenchFlags& flags) {
   }
   const double decode_s = SecondsSince(start) / static_cast<double>(flags.tokens);
 
+  // Verify blocks as a speculative step runs them (every row's logits, kept for rollback), each
+  // rolled back so that all start from the same context.
+  const std::vector<int64_t> block(flags.block, next);
+  constexpr int kBlocks = 3;
+  start = Clock::now();
+  for (int run = 0; run < kBlocks; ++run) {
+    absl::StatusOr<model::ForwardOutput> verified = target->ForwardBlock(
+        block, *cache, {.logit_rows = model::LogitRows::kAll, .hidden_states = {}});
+    if (!verified.ok()) return verified.status();
+    if (absl::Status rolled = cache->Rollback(0); !rolled.ok()) return rolled;
+  }
+  const double block_s = SecondsSince(start) / kBlocks;
+
   const double step_bytes = footprint->DecodeStepBytes();
   const double weight_bandwidth = step_bytes / decode_s;
   const double copy_bandwidth = HostCopyBandwidth(flags.copy_mib, threads);
@@ -146,13 +166,15 @@ absl::Status BenchDecode(const DecodeBenchFlags& flags) {
   const double parameters = static_cast<double>(model::Qwen35ParameterCount(config));
   std::printf("model            %s (%.3g B parameters, %.0f MiB read per decode step)\n",
               flags.model.c_str(), parameters / 1e9, step_bytes / (1 << 20));
-  std::printf("threads          %d kernel, %d LibTorch; %s kernels\n", threads,
-              at::get_num_threads(), flags.kernels.c_str());
+  std::printf("threads          %d kernel, %d LibTorch; %s kernels, %s INT4 activations\n", threads,
+              at::get_num_threads(), flags.kernels.c_str(), flags.int4_activations.c_str());
   std::printf("prefill          %lld tokens in %.1f ms: %.1f tokens/s\n",
               static_cast<long long>(flags.prompt_length), prefill_s * 1e3,
               static_cast<double>(flags.prompt_length) / prefill_s);
   std::printf("decode           %.2f ms/token over %lld tokens: %.1f tokens/s\n", decode_s * 1e3,
               static_cast<long long>(flags.tokens), 1 / decode_s);
+  std::printf("verify block     %lld rows in %.2f ms: %.2f decode steps\n",
+              static_cast<long long>(flags.block), block_s * 1e3, block_s / decode_s);
   std::printf("weight bandwidth %.2f GB/s\n", weight_bandwidth / 1e9);
   std::printf("copy bandwidth   %.2f GB/s (ParallelCopy, %lld MiB, %d threads)\n",
               copy_bandwidth / 1e9, static_cast<long long>(flags.copy_mib), threads);
@@ -187,6 +209,14 @@ void AddDecodeBench(CLI::App& bench) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   command->add_option("--seed", flags->seed, "Seed of the random prompt")->capture_default_str();
+  command->add_option("--block", flags->block, "Rows of the verify block timed")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--int4-activations", flags->int4_activations,
+                   "exact: W4A16 on float32 activations; int8: W4A8 (AVX-512 VNNI)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"exact", "int8"}));
   command->callback([command, flags] { RunOrExit(*command, [&] { return BenchDecode(*flags); }); });
 }
 

@@ -64,6 +64,7 @@ struct ServeFlags {
   // verifier, drafter: the caches' memory
   int64_t cache_memory = 0;  // bytes; 0: engine::DefaultCacheBudget() once the weights are loaded
   int64_t cache_block_tokens = 16;
+  std::string int4_activations = "exact";  // verifier, drafter: or int8 (W4A8)
   // drafter
   std::string drafter;
   std::string target;
@@ -127,6 +128,11 @@ std::string QuantizationOf(const std::filesystem::path& dir) {
 }
 
 absl::Duration Seconds(double seconds) { return absl::Milliseconds(seconds * 1000); }
+
+model::ModelOptions ModelOptionsOf(const ServeFlags& flags) {
+  return {.int4_activations = flags.int4_activations == "int8" ? quant::Int4Activations::kInt8
+                                                               : quant::Int4Activations::kExact};
+}
 
 // What one process serves and everything its services need alive while it does.
 struct Role {
@@ -218,7 +224,8 @@ void ReportCapacity(const ServeFlags& flags, const engine::CachePool& pool, cons
 }
 
 absl::Status AddVerifier(const ServeFlags& flags, metrics::Registry& registry, Role& role) {
-  absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(flags.model);
+  absl::StatusOr<model::Qwen35Model> target =
+      model::Qwen35Model::Load(flags.model, ModelOptionsOf(flags));
   if (!target.ok()) return target.status();
   role.target.emplace(*std::move(target));
   absl::StatusOr<engine::CachePool*> pool = CachePoolOf(flags, registry, role);
@@ -250,7 +257,8 @@ absl::Status AddVerifier(const ServeFlags& flags, metrics::Registry& registry, R
 // tensors; on its own, the two tensors read from the target checkpoint.
 absl::Status AddDrafter(const ServeFlags& flags, const std::string& target_dir,
                         metrics::Registry& registry, Role& role) {
-  absl::StatusOr<model::DFlashDrafter> drafter = model::DFlashDrafter::Load(flags.drafter);
+  absl::StatusOr<model::DFlashDrafter> drafter =
+      model::DFlashDrafter::Load(flags.drafter, ModelOptionsOf(flags));
   if (!drafter.ok()) return drafter.status();
   absl::StatusOr<engine::CachePool*> pool = CachePoolOf(flags, registry, role);
   if (!pool.ok()) return pool.status();
@@ -536,6 +544,12 @@ void AddServeCommand(CLI::App& app) {
       ->add_option("--cache-block-tokens", flags->cache_block_tokens,
                    "verifier, drafter: sessions reserve cache memory in blocks of this many tokens")
       ->capture_default_str();
+  serve
+      ->add_option("--int4-activations", flags->int4_activations,
+                   "verifier, drafter: exact: W4A16 on float32 activations; int8: W4A8 (AVX-512 "
+                   "VNNI, faster on verify blocks and batches, not exact)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"exact", "int8"}));
   serve
       ->add_option("--session-idle-timeout", flags->session_idle_timeout_s,
                    "verifier, drafter: seconds before an untouched session is dropped")

@@ -24,9 +24,12 @@ absl::StatusOr<WeightFootprint> MeasureWeightFootprint(const std::string& dir,
     } else if (name.ends_with(".weight_zero_point")) {
       footprint.int4_bytes += 8 * elements;  // eight rows to an int32 word, a byte each unpacked
     } else if (!name.ends_with(".weight_shape")) {
-      footprint.dense_bytes += elements * dense_element;
-      if (name.ends_with("embed_tokens.weight"))
-        footprint.embedding_bytes += elements * dense_element;
+      // Matrices a bf16 checkpoint stores stay bf16 on a float32 model (WeightReader::Matrix).
+      const bool kept_bf16 = tensor.shape.size() == 2 && tensor.dtype == io::DType::kBF16 &&
+                             target.options().dtype == c10::kFloat;
+      const double bytes = elements * (kept_bf16 ? 2.0 : dense_element);
+      footprint.dense_bytes += bytes;
+      if (name.ends_with("embed_tokens.weight")) footprint.embedding_bytes += bytes;
     }
   }
   return footprint;

@@ -1,8 +1,8 @@
 #pragma once
 // What a loaded target's weights take in memory and what a decode step reads of them, from its
 // checkpoint's tensors: ½ byte per INT4 weight plus the float32 scales, int8 zero points and
-// act-order permutation the CPU kernel keeps, and every other text-model tensor at the model's
-// dtype.
+// act-order permutation the CPU kernel keeps, every matrix a bf16 checkpoint stores in bf16, and
+// every other text-model tensor at the model's dtype.
 #include <string>
 
 #include "absl/status/statusor.h"

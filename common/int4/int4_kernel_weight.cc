@@ -7,13 +7,36 @@
 
 namespace specd::quant {
 
-absl::StatusOr<Int4KernelWeight> Int4KernelWeight::Prepare(const PackedInt4Weight& weight) {
+absl::StatusOr<Int4KernelWeight> Int4KernelWeight::Prepare(const PackedInt4Weight& weight,
+                                                           Int4Activations activations) {
   const Int4Grid& grid = weight.grid;
   if (grid.cols % kInt4PerWord != 0 || grid.group_size % kInt4PerWord != 0) {
     return absl::UnimplementedError(absl::StrCat("the CPU INT4 kernel needs K (", grid.cols,
                                                  ") and the group size (", grid.group_size,
                                                  ") to be multiples of 8"));
   }
+  if (activations == Int4Activations::kInt8) {
+    if (!kernels::cpu::CpuHasW4A8()) {
+      return absl::FailedPreconditionError(
+          "int8 activations need a CPU with AVX-512 VNNI; this one has none");
+    }
+    if (grid.group_size % kernels::cpu::kW4A8ActivationBlock != 0) {
+      return absl::UnimplementedError(
+          absl::StrCat("int8 activations need a group size that is a multiple of ",
+                       kernels::cpu::kW4A8ActivationBlock, ", not ", grid.group_size));
+    }
+  }
+  absl::StatusOr<Int4KernelWeight> prepared = PrepareExact(weight);
+  if (!prepared.ok() || activations == Int4Activations::kExact) return prepared;
+  prepared->vnni_ = kernels::cpu::RepackForW4A8(prepared->Matrix());
+  prepared->packed_ = {};
+  prepared->scales_ = {};
+  prepared->zero_points_ = {};
+  return prepared;
+}
+
+absl::StatusOr<Int4KernelWeight> Int4KernelWeight::PrepareExact(const PackedInt4Weight& weight) {
+  const Int4Grid& grid = weight.grid;
   Int4KernelWeight prepared;
   prepared.rows_ = grid.rows;
   prepared.cols_ = grid.cols;
@@ -56,29 +79,35 @@ absl::StatusOr<Int4KernelWeight> Int4KernelWeight::Prepare(const PackedInt4Weigh
 void Int4KernelWeight::Multiply(const float* x, int64_t batch, float* y,
                                 kernels::cpu::ThreadPool& pool,
                                 kernels::cpu::Int4GemmIsa isa) const {
-  if (input_order_.empty()) {
-    kernels::cpu::W4A16Gemm(x, batch, Matrix(), y, pool, isa);
-    return;
-  }
   // Act-order weights only: x in the group order the packed columns were sorted into.
-  std::vector<float> gathered(batch * cols_);
-  for (int64_t m = 0; m < batch; ++m) {
-    for (int64_t j = 0; j < cols_; ++j) gathered[m * cols_ + j] = x[m * cols_ + input_order_[j]];
+  std::vector<float> gathered;
+  if (!input_order_.empty()) {
+    gathered.resize(batch * cols_);
+    for (int64_t m = 0; m < batch; ++m) {
+      for (int64_t j = 0; j < cols_; ++j) gathered[m * cols_ + j] = x[m * cols_ + input_order_[j]];
+    }
+    x = gathered.data();
   }
-  kernels::cpu::W4A16Gemm(gathered.data(), batch, Matrix(), y, pool, isa);
+  if (vnni_.has_value()) {
+    kernels::cpu::W4A8Gemm(x, batch, *vnni_, y, pool);
+  } else {
+    kernels::cpu::W4A16Gemm(x, batch, Matrix(), y, pool, isa);
+  }
 }
 
 std::vector<float> Int4KernelWeight::Dequantize() const {
-  // The packed words are a plain (group-contiguous) pack-quantized weight in kernel column order.
+  // The packed words are a plain (group-contiguous) pack-quantized weight in kernel column order;
+  // so are the VNNI layout's nibbles, in their own places.
   const std::vector<float> in_kernel_order =
-      quant::Dequantize({.grid = {.rows = rows_,
-                                  .cols = cols_,
-                                  .group_size = group_size_,
-                                  .scales = scales_,
-                                  .scale_dtype = io::DType::kF32,
-                                  .zero_points = zero_points_,
-                                  .group_index = {}},
-                         .packed = packed_});
+      vnni_.has_value() ? DequantizeVnni()
+                        : quant::Dequantize({.grid = {.rows = rows_,
+                                                      .cols = cols_,
+                                                      .group_size = group_size_,
+                                                      .scales = scales_,
+                                                      .scale_dtype = io::DType::kF32,
+                                                      .zero_points = zero_points_,
+                                                      .group_index = {}},
+                                             .packed = packed_});
   if (input_order_.empty()) return in_kernel_order;
   std::vector<float> dense(in_kernel_order.size());
   for (int64_t row = 0; row < rows_; ++row) {
@@ -89,7 +118,27 @@ std::vector<float> Int4KernelWeight::Dequantize() const {
   return dense;
 }
 
+std::vector<float> Int4KernelWeight::DequantizeVnni() const {
+  const kernels::cpu::Int4VnniMatrix& w = *vnni_;
+  const int64_t groups = cols_ / group_size_;
+  const int64_t chunks = cols_ / 8;
+  std::vector<float> dense(rows_ * cols_);
+  for (int64_t n = 0; n < rows_; ++n) {
+    const int64_t block = n / kernels::cpu::kW4A8RowBlock, r = n % kernels::cpu::kW4A8RowBlock;
+    for (int64_t k = 0; k < cols_; ++k) {
+      const uint8_t byte = w.nibbles[(block * chunks + k / 8) * 64 + 4 * r + k % 4];
+      const int nibble = k % 8 < 4 ? byte & 0xf : byte >> 4;
+      const int64_t at = (block * groups + k / group_size_) * kernels::cpu::kW4A8RowBlock + r;
+      dense[n * cols_ + k] = static_cast<float>(nibble) * w.scales[at] - w.offsets[at];
+    }
+  }
+  return dense;
+}
+
 int64_t Int4KernelWeight::ByteSize() const {
+  if (vnni_.has_value()) {
+    return vnni_->nibbles.size() + (vnni_->scales.size() + vnni_->offsets.size()) * sizeof(float);
+  }
   return packed_.size() * sizeof(int32_t) + scales_.size() * sizeof(float) + zero_points_.size();
 }
 

@@ -3,6 +3,8 @@
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 
+#include "common/int4/int4_activations.h"
+
 namespace specd::model {
 
 struct ModelOptions {
@@ -14,6 +16,9 @@ struct ModelOptions {
   // requires grad, and a W4A16 Linear becomes a FakeQuantLinear on its frozen grid (QAD). The
   // loaded model lists them in parameters().
   bool trainable = false;
+  // What W4A16 projections multiply on the CPU: exact float32 activations (the default), or int8
+  // ones (W4A8, AVX-512 VNNI; common/int4/int4_activations.h).
+  quant::Int4Activations int4_activations = quant::Int4Activations::kExact;
 };
 
 }  // namespace specd::model

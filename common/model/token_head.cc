@@ -12,8 +12,10 @@
 
 namespace specd::model {
 
-TokenHead::TokenHead(at::Tensor embed_tokens, at::Tensor lm_head)
-    : embed_tokens_(std::move(embed_tokens)), lm_head_(std::move(lm_head)) {}
+TokenHead::TokenHead(at::Tensor embed_tokens, at::Tensor lm_head, c10::ScalarType activations)
+    : embed_tokens_(std::move(embed_tokens)),
+      lm_head_(std::move(lm_head)),
+      activations_(activations) {}
 
 absl::StatusOr<TokenHead> TokenHead::Load(const std::filesystem::path& dir,
                                           const ModelOptions& options) {
@@ -26,7 +28,7 @@ absl::StatusOr<TokenHead> TokenHead::Load(const std::filesystem::path& dir,
     WeightReader reader(*checkpoint, text.tensor_prefix, options);
     at::Tensor embed = reader.Matrix("embed_tokens.weight", text.vocab_size, text.hidden_size);
     if (!reader.status().ok()) return reader.status();
-    if (text.tie_word_embeddings) return TokenHead(embed, embed);
+    if (text.tie_word_embeddings) return TokenHead(embed, embed, options.dtype);
     absl::StatusOr<QuantizedModuleMatcher> quantized =
         QuantizedModuleMatcher::FromConfig(config->quantization);
     if (!quantized.ok()) return quantized.status();
@@ -34,7 +36,7 @@ absl::StatusOr<TokenHead> TokenHead::Load(const std::filesystem::path& dir,
     absl::StatusOr<at::Tensor> head =
         ReadUntiedHead(text, *checkpoint, options, *quantized, parameters);
     if (!head.ok()) return head.status();
-    return TokenHead(std::move(embed), *std::move(head));
+    return TokenHead(std::move(embed), *std::move(head), options.dtype);
   } catch (const c10::Error& e) {
     return absl::InternalError(absl::StrCat("loading the embedding and head of ", dir.string(),
                                             ": ", e.what_without_backtrace()));
@@ -57,7 +59,7 @@ absl::StatusOr<at::Tensor> TokenHead::ReadUntiedHead(const io::Qwen35TextConfig&
 }
 
 at::Tensor TokenHead::Embed(const at::Tensor& ids) const {
-  return at::embedding(embed_tokens_, ids);
+  return at::embedding(embed_tokens_, ids).to(activations_);
 }
 
 at::Tensor TokenHead::Head(const at::Tensor& hidden) const {

@@ -19,8 +19,9 @@ namespace specd::model {
 class TokenHead {
  public:
   TokenHead() = default;
-  // [vocab, hidden] each; a tied head is the embedding itself.
-  TokenHead(at::Tensor embed_tokens, at::Tensor lm_head);
+  // [vocab, hidden] each, as stored (bf16 on a float32 model too); a tied head is the embedding
+  // itself. Embeddings come out in `activations`, the model's dtype.
+  TokenHead(at::Tensor embed_tokens, at::Tensor lm_head, c10::ScalarType activations);
 
   // Reads only the embedding and the head of the Qwen3.5 checkpoint in `dir`.
   static absl::StatusOr<TokenHead> Load(const std::filesystem::path& dir,
@@ -45,6 +46,7 @@ class TokenHead {
  private:
   at::Tensor embed_tokens_;
   at::Tensor lm_head_;
+  c10::ScalarType activations_ = c10::kFloat;
 };
 
 }  // namespace specd::model

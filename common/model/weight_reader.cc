@@ -107,18 +107,20 @@ Linear WeightReader::Projection(std::string_view module, int64_t rows, int64_t c
     parameters_.push_back({full_name + ".weight", linear->weight(), linear});
     return Linear(full_name, std::shared_ptr<const FakeQuantLinear>(linear));
   }
-  absl::StatusOr<quant::Int4KernelWeight> kernel = quant::Int4KernelWeight::Prepare(*packed);
+  absl::StatusOr<quant::Int4KernelWeight> kernel =
+      quant::Int4KernelWeight::Prepare(*packed, options_.int4_activations);
   if (!kernel.ok()) {
-    return Linear(
-        full_name,
-        Fail(absl::InvalidArgumentError(absl::StrCat(full_name, ": ", kernel.status().message())),
-             shape, options_.dtype));
+    return Linear(full_name,
+                  Fail(absl::Status(kernel.status().code(),
+                                    absl::StrCat(full_name, ": ", kernel.status().message())),
+                       shape, options_.dtype));
   }
   return Linear(full_name, std::make_shared<const quant::Int4KernelWeight>(*std::move(kernel)));
 }
 
 at::Tensor WeightReader::Matrix(std::string_view name, int64_t rows, int64_t cols) {
-  return Read(name, {rows, cols}, options_.dtype);
+  return Read(name, {rows, cols}, options_.dtype,
+              /*keep_bf16=*/!options_.trainable && options_.dtype == c10::kFloat);
 }
 
 at::Tensor WeightReader::Weight(std::string_view name, const std::vector<int64_t>& shape) {
@@ -130,7 +132,7 @@ at::Tensor WeightReader::Float32(std::string_view name, const std::vector<int64_
 }
 
 at::Tensor WeightReader::Read(std::string_view name, const std::vector<int64_t>& shape,
-                              c10::ScalarType dtype) {
+                              c10::ScalarType dtype, bool keep_bf16) {
   if (!status_.ok()) return Fail(status_, shape, dtype);
   const std::string full_name = prefix_ + std::string(name);
   absl::StatusOr<const io::TensorView*> view = checkpoint_.Get(full_name);
@@ -141,6 +143,7 @@ at::Tensor WeightReader::Read(std::string_view name, const std::vector<int64_t>&
                                                         ShapeString(shape), " from config.json")),
                 shape, dtype);
   }
+  if (keep_bf16 && (*view)->dtype == io::DType::kBF16) dtype = c10::kBFloat16;
   absl::StatusOr<at::Tensor> tensor = TensorFromView(**view, dtype, options_.device);
   if (!tensor.ok()) return Fail(tensor.status(), shape, dtype);
   if (!options_.trainable) return *std::move(tensor);

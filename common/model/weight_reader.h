@@ -37,7 +37,9 @@ class WeightReader {
   // so (then only on a float32 CPU model).
   Linear Projection(std::string_view module, int64_t rows, int64_t cols);
 
-  // A projection or embedding matrix, in the model's dtype.
+  // A projection or embedding matrix, in the model's dtype — or, when the checkpoint stores it in
+  // bf16 for a float32 model that does not train, in bf16 as stored (the op table multiplies by
+  // it without widening it; TokenHead widens only the rows it embeds).
   at::Tensor Matrix(std::string_view name, int64_t rows, int64_t cols);
   // A tensor of any shape, in the model's dtype.
   at::Tensor Weight(std::string_view name, const std::vector<int64_t>& shape);
@@ -49,7 +51,9 @@ class WeightReader {
   const std::vector<NamedParameter>& parameters() const { return parameters_; }
 
  private:
-  at::Tensor Read(std::string_view name, const std::vector<int64_t>& shape, c10::ScalarType dtype);
+  // `dtype`, or bf16 as stored where `keep_bf16` allows (see Matrix).
+  at::Tensor Read(std::string_view name, const std::vector<int64_t>& shape, c10::ScalarType dtype,
+                  bool keep_bf16 = false);
   at::Tensor Fail(absl::Status status, const std::vector<int64_t>& shape, c10::ScalarType dtype);
 
   const io::Checkpoint& checkpoint_;

@@ -1,4 +1,5 @@
-// W4A16 GEMV/GEMM against a float32 GEMM of the same shape (OpenBLAS sgemm) on the Qwen3.5-4B
+// W4A16 GEMV/GEMM against a float32 GEMM of the same shape (OpenBLAS sgemm) and the dense kernel
+// on a bf16 weight (what a bf16 checkpoint's unquantized matrices and head run) on the Qwen3.5-4B
 // linear shapes, next to the host copy bandwidth measured in the same process. A decode step
 // reads every weight once and ~2 GB of them never stay in cache, so each benchmark cycles
 // through weights spread over a buffer larger than the last-level cache: the numbers are DRAM
@@ -7,17 +8,21 @@
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <random>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/dense_gemm.h"
 #include "kernels/cpu/parallel_copy.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cpu/w4a16_gemm.h"
+#include "kernels/cpu/w4a8_gemm.h"
 
 extern "C" void openblas_set_num_threads(int threads);  // not in the netlib cblas.h
 
@@ -39,7 +44,7 @@ constexpr LinearShape kShapes[] = {
     {"down_proj", 9216, 2560}, {"in_proj_qkvz", 2560, 2 * 2048 + 2 * 4096},
     {"out_proj", 4096, 2560},
 };
-constexpr int64_t kRows[] = {1, 4, 16};
+constexpr int64_t kRows[] = {1, 4, 16, 64};
 constexpr int64_t kGroupSize = 128;
 
 // One buffer, filled once, that every benchmark reads its weights from: 1 GiB, twice the L3 the
@@ -58,17 +63,35 @@ std::span<const float> Arena() {
   return arena;
 }
 
-// Cycles through consecutive slices of `floats` elements of the arena.
+// The same size of bf16 weights: each word of it two small bf16 values (the arena's floats cut
+// to their top halves; the bottom halves alone would be arbitrary bits, denormals among them).
+std::span<const float> Bf16Arena() {
+  static const std::vector<float> arena = [] {
+    std::vector<float> words(Arena().size());
+    std::vector<uint32_t> bits(Arena().size());
+    std::memcpy(bits.data(), Arena().data(), Arena().size_bytes());
+    for (size_t i = 0; i < bits.size(); ++i) {
+      const uint32_t pair = (bits[i] >> 16) | (bits[(i * 7 + 1) % bits.size()] & 0xffff0000u);
+      std::memcpy(&words[i], &pair, sizeof pair);
+    }
+    return words;
+  }();
+  return arena;
+}
+
+// Cycles through consecutive slices of `floats` elements of `arena`.
 class ColdSlices {
  public:
-  explicit ColdSlices(size_t floats) : floats_(floats), count_(Arena().size() / floats) {}
+  explicit ColdSlices(size_t floats, std::span<const float> arena = Arena())
+      : arena_(arena), floats_(floats), count_(arena.size() / floats) {}
   const float* Next() {
-    const float* slice = Arena().data() + next_ * floats_;
+    const float* slice = arena_.data() + next_ * floats_;
     next_ = (next_ + 1) % count_;
     return slice;
   }
 
  private:
+  std::span<const float> arena_;
   size_t floats_;
   size_t count_;
   size_t next_ = 0;
@@ -123,6 +146,61 @@ void BM_Sgemm(benchmark::State& state, LinearShape shape) {
   state.SetBytesProcessed(state.iterations() * shape.out * shape.in * 4);
 }
 
+// Repacked copies of `shape`'s arena slices for W4A8, made once per shape: as many as fill the
+// arena's size (so that cycling through them reads DRAM too), at most 96.
+const std::vector<Int4VnniMatrix>& W4A8Weights(const LinearShape& shape) {
+  static std::map<std::string, std::vector<Int4VnniMatrix>> made;
+  std::vector<Int4VnniMatrix>& weights = made[shape.name];
+  if (!weights.empty()) return weights;
+  const int64_t packed_words = shape.out * shape.in / 8;
+  const int64_t scales = shape.out * (shape.in / kGroupSize);
+  ColdSlices slices(packed_words + scales);
+  const auto copies =
+      std::clamp<int64_t>(static_cast<int64_t>(Arena().size_bytes()) / (packed_words * 4), 8, 96);
+  for (int64_t i = 0; i < copies; ++i) {
+    const float* slice = slices.Next();
+    weights.push_back(RepackForW4A8({.packed = reinterpret_cast<const int32_t*>(slice),
+                                     .scales = slice + packed_words,
+                                     .rows = shape.out,
+                                     .cols = shape.in,
+                                     .group_size = kGroupSize}));
+  }
+  return weights;
+}
+
+// The same weights in the W4A8 layout on int8 activations (the bytes counted are the packed ones).
+void BM_W4A8(benchmark::State& state, LinearShape shape) {
+  if (!CpuHasW4A8()) {
+    state.SkipWithError("no AVX-512 VNNI");
+    return;
+  }
+  const int64_t rows = state.range(0);
+  const int64_t packed_words = shape.out * shape.in / 8;
+  const int64_t scales = shape.out * (shape.in / kGroupSize);
+  const std::vector<Int4VnniMatrix>& weights = W4A8Weights(shape);
+  const std::vector<float> x = Activations(rows, shape.in);
+  std::vector<float> y(rows * shape.out);
+  size_t next = 0;
+  for (auto _ : state) {
+    W4A8Gemm(x.data(), rows, weights[next++ % weights.size()], y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(state.iterations() * (packed_words + scales) * 4);
+}
+
+void BM_DenseBf16(benchmark::State& state, LinearShape shape) {
+  const int64_t rows = state.range(0);
+  ColdSlices slices(shape.out * shape.in / 2, Bf16Arena());  // two bf16 weights per word
+  const std::vector<float> x = Activations(rows, shape.in);
+  std::vector<float> y(rows * shape.out);
+  for (auto _ : state) {
+    DenseGemm(x.data(), rows,
+              {.data = slices.Next(), .bf16 = true, .rows = shape.out, .cols = shape.in}, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(state.iterations() * shape.out * shape.in * 2);
+}
+
 // Copies the arena's first half onto a buffer of the same size: the read bandwidth a GEMV
 // streaming its weights can hope for.
 void BM_HostCopy(benchmark::State& state) {
@@ -156,8 +234,9 @@ class SummaryReporter : public benchmark::ConsoleReporter {
   void PrintSummary() const {
     const double copy = bytes_per_second_.count("HostCopy") ? bytes_per_second_.at("HostCopy") : 0;
     std::printf("\nhost copy (read side): %.1f GB/s\n", copy / 1e9);
-    std::printf("%-14s %3s %11s %11s %9s %11s %11s %9s\n", "shape", "M", "w4a16 us", "sgemm us",
-                "speed-up", "w4a16 GB/s", "sgemm GB/s", "of copy");
+    std::printf("%-14s %3s %11s %11s %9s %11s %11s %9s %11s %11s %11s %11s\n", "shape", "M",
+                "w4a16 us", "sgemm us", "speed-up", "w4a16 GB/s", "sgemm GB/s", "of copy",
+                "bf16 us", "bf16 GB/s", "w4a8 us", "w4a8 GB/s");
     for (const LinearShape& shape : kShapes) {
       for (int64_t rows : kRows) {
         const std::string suffix = std::string(shape.name) + "/" + std::to_string(rows);
@@ -165,10 +244,20 @@ class SummaryReporter : public benchmark::ConsoleReporter {
         const std::string theirs = "Sgemm/" + suffix;
         if (!seconds_.count(ours) || !seconds_.count(theirs)) continue;
         const double gbps = bytes_per_second_.at(ours);
-        std::printf("%-14s %3lld %11.1f %11.1f %8.2fx %11.1f %11.1f %8.0f%%\n", shape.name,
-                    static_cast<long long>(rows), seconds_.at(ours) * 1e6,
-                    seconds_.at(theirs) * 1e6, seconds_.at(theirs) / seconds_.at(ours), gbps / 1e9,
-                    bytes_per_second_.at(theirs) / 1e9, copy > 0 ? 100.0 * gbps / copy : 0.0);
+        // 0 where a kernel did not run (filtered out, or no VNNI).
+        const auto time_us = [&](const std::string& name) {
+          return seconds_.count(name) ? seconds_.at(name) * 1e6 : 0.0;
+        };
+        const auto rate = [&](const std::string& name) {
+          return bytes_per_second_.count(name) ? bytes_per_second_.at(name) / 1e9 : 0.0;
+        };
+        const std::string bf16 = "DenseBf16/" + suffix, w4a8 = "W4A8/" + suffix;
+        std::printf(
+            "%-14s %3lld %11.1f %11.1f %8.2fx %11.1f %11.1f %8.0f%% %11.1f %11.1f %11.1f %11.1f\n",
+            shape.name, static_cast<long long>(rows), time_us(ours), time_us(theirs),
+            seconds_.at(theirs) / seconds_.at(ours), gbps / 1e9, rate(theirs),
+            copy > 0 ? 100.0 * gbps / copy : 0.0, time_us(bf16), rate(bf16), time_us(w4a8),
+            rate(w4a8));
       }
     }
   }
@@ -189,6 +278,15 @@ void RegisterAll() {
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
       benchmark::RegisterBenchmark(("Sgemm/" + std::string(shape.name)).c_str(), BM_Sgemm, shape)
+          ->Arg(rows)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(("W4A8/" + std::string(shape.name)).c_str(), BM_W4A8, shape)
+          ->Arg(rows)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(("DenseBf16/" + std::string(shape.name)).c_str(), BM_DenseBf16,
+                                   shape)
           ->Arg(rows)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);

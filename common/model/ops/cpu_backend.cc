@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kernels/cpu/available_cpus.h"
-#include "kernels/cpu/dense_gemv.h"
+#include "kernels/cpu/dense_gemm.h"
 #include "kernels/cpu/gated_delta_rule.h"
 #include "kernels/cpu/thread_pool.h"
 
@@ -27,19 +27,27 @@ bool KernelsTake(std::initializer_list<const at::Tensor*> tensors) {
   return true;
 }
 
-// One input row against a contiguous float32 weight: the decode step's GEMV.
+// float32 rows against a contiguous bf16 weight, or one against a float32 weight (the decode
+// step's GEMV: BLAS sgemm would first pack, i.e. copy, the whole weight). Several rows against a
+// float32 weight stay with BLAS, as the trainable model computes them; a bf16 weight always takes
+// the kernel, where BLAS would need it widened, a copy of the whole matrix per call.
 at::Tensor Project(const at::Tensor& x, const at::Tensor& weight) {
-  if (x.numel() != x.size(-1) || !KernelsTake({&x, &weight}) || !weight.is_contiguous()) {
-    return ReferenceOps().project(x, weight);
-  }
+  const bool bf16 = weight.scalar_type() == at::kBFloat16;
+  const int64_t rows = x.size(-1) == 0 ? 0 : x.numel() / x.size(-1);
+  const bool recorded = weight.requires_grad() && at::GradMode::is_enabled();
+  const bool takes = KernelsTake({&x}) && weight.is_contiguous() &&
+                     (bf16 ? !recorded : KernelsTake({&weight}) && rows == 1);
+  if (!takes) return ReferenceOps().project(x, weight);
   TORCH_CHECK(weight.dim() == 2 && weight.size(1) == x.size(-1), "Project: weight ", weight.sizes(),
               " does not take ", x.size(-1), " input features");
   const at::Tensor input = x.contiguous();
   std::vector<int64_t> shape = x.sizes().vec();
   shape.back() = weight.size(0);
   at::Tensor y = at::empty(shape, x.options());
-  kernels::cpu::DenseGemv(weight.data_ptr<float>(), weight.size(0), weight.size(1),
-                          input.data_ptr<float>(), y.data_ptr<float>());
+  kernels::cpu::DenseGemm(
+      input.data_ptr<float>(), rows,
+      {.data = weight.data_ptr(), .bf16 = bf16, .rows = weight.size(0), .cols = weight.size(1)},
+      y.data_ptr<float>());
   return y;
 }
 

@@ -15,8 +15,9 @@
 
 namespace specd::model::ops {
 
-// y = x Wᵀ for a dense weight [out, in]: x [..., in] → [..., out]. A fake-quant weight (QAD) is a
-// dense one, Q(W) with its straight-through gradient.
+// y = x Wᵀ for a dense weight [out, in]: x [..., in] → [..., out] in x's dtype. The weight is in
+// x's dtype, or stored narrower (a bf16 checkpoint's matrices on a float32 model, never widened in
+// memory). A fake-quant weight (QAD) is a dense one, Q(W) with its straight-through gradient.
 at::Tensor Project(const at::Tensor& x, const at::Tensor& weight);
 // y = x Wᵀ for a W4A16 weight (INT4 codes with group scales, laid out at load): x [..., in] →
 // [..., out] in x's dtype.

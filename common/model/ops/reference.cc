@@ -15,8 +15,10 @@ namespace {
 namespace composition {
 
 // A single row (a decode step) takes a matrix-vector product: BLAS sgemm with one row first packs
-// (copies) the whole weight, which makes a memory-bound step move about three times its bytes.
-at::Tensor Project(const at::Tensor& x, const at::Tensor& weight) {
+// (copies) the whole weight, which makes a memory-bound step move about three times its bytes. A
+// weight stored narrower than x (a bf16 checkpoint on a float32 model) is widened to x's dtype.
+at::Tensor Project(const at::Tensor& x, const at::Tensor& stored) {
+  const at::Tensor weight = stored.to(x.scalar_type());
   if (x.numel() != x.size(-1)) return at::linear(x, weight);
   std::vector<int64_t> shape = x.sizes().vec();
   shape.back() = weight.size(0);

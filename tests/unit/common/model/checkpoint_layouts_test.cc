@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/model/ops/op_table.h"
 #include "common/model/qwen35_model.h"
 #include "common/model/synthetic/random_checkpoint.h"
 #include "gmock/gmock.h"
@@ -120,16 +121,28 @@ TEST_F(CheckpointLayoutsTest, DecodeAndBlockAgreeWithPrefillForOtherShapes) {
   EXPECT_TRUE(AllClose(paths.block, tail, 1e-3));
 }
 
-TEST_F(CheckpointLayoutsTest, Bfloat16WeightsAreWidenedExactly) {
+TEST_F(CheckpointLayoutsTest, Bfloat16MatricesStayBfloat16AndComputeAsIfWidened) {
   const io::Qwen35TextConfig config = specd::testing::OddQwen35Shapes();
   absl::StatusOr<Qwen35Model> f32 = Qwen35Model::Load(Write("f32", config, {.seed = 3}));
   absl::StatusOr<Qwen35Model> bf16 =
       Qwen35Model::Load(Write("bf16", config, {.seed = 3, .dtype = io::DType::kBF16}));
   ASSERT_TRUE(f32.ok()) << f32.status();
   ASSERT_TRUE(bf16.ok()) << bf16.status();
+  // Held as stored, half the bytes of float32; embedded rows come out widened, exactly.
+  EXPECT_EQ(bf16->token_head().embed_tokens().scalar_type(), at::kBFloat16);
+  EXPECT_EQ(bf16->token_head().lm_head().scalar_type(), at::kBFloat16);
   const at::Tensor ids = at::arange(config.vocab_size);
   EXPECT_EQ(bf16->Embed(ids).scalar_type(), at::kFloat);
   EXPECT_TRUE(at::equal(bf16->Embed(ids), f32->Embed(ids).to(at::kBFloat16).to(at::kFloat)));
+  // Every path gives what the reference gives with the weights widened to float32.
+  const std::vector<int64_t> prompt = SomeIds(90, config.vocab_size);
+  const PathLogits kernels = RunAllPaths(*bf16, prompt, 70);
+  ops::UseReferenceOnly(true);
+  const PathLogits reference = RunAllPaths(*bf16, prompt, 70);
+  ops::UseReferenceOnly(false);
+  EXPECT_TRUE(AllClose(kernels.prefill, reference.prefill, 1e-4));
+  EXPECT_TRUE(AllClose(kernels.decode, reference.decode, 1e-4));
+  EXPECT_TRUE(AllClose(kernels.block, reference.block, 1e-4));
 }
 
 TEST_F(CheckpointLayoutsTest, MisShapedTensorIsNamedWithBothShapes) {

@@ -21,6 +21,7 @@
 #include "common/model/qwen35_model.h"
 #include "common/model/weight_reader.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/w4a8_gemm.h"
 #include "tests/support/paths.h"
 #include "tests/support/temp_dir.h"
 #include "tests/unit/common/model/tensor_matchers.h"
@@ -89,6 +90,30 @@ TEST_F(W4A16FixtureTest, VerifyBlockMatchesTransformers) {
 TEST_F(W4A16FixtureTest, GreedyContinuationMatchesTransformers) {
   const std::vector<int64_t> expected = ReferenceIds("greedy_ids");
   EXPECT_EQ(GreedyContinuation(Ids(0, 40), expected.size()), expected);
+}
+
+// W4A8 (int8 activations) is not exact, and this fixture's random weights amplify any rounding:
+// measured, max |Δlogit| 16 of a span of 74 and 89 % of the argmax predictions kept, where bf16
+// activations keep 98 % (Q8_0-style blocks of 32 round about four times coarser than bf16 on
+// Gaussian activations). The check is that it stays there; the op's own error on random data is
+// BackendOpsTest.Int4ProjectionOnInt8Activations's.
+TEST_F(W4A16FixtureTest, Int8ActivationsKeepMostPredictions) {
+  if (!kernels::cpu::CpuHasW4A8()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  absl::StatusOr<Qwen35Model> int8 =
+      Qwen35Model::Load(FixtureDir(), {.int4_activations = quant::Int4Activations::kInt8});
+  ASSERT_TRUE(int8.ok()) << int8.status();
+  absl::StatusOr<Qwen35Cache> cache = int8->NewCache(static_cast<int64_t>(ids_.size()));
+  ASSERT_TRUE(cache.ok());
+  absl::StatusOr<ForwardOutput> out = int8->Prefill(ids_, *cache, AllLogits());
+  ASSERT_TRUE(out.ok()) << out.status();
+  const at::Tensor expected = ReferenceTensor(*reference_, "prefill_logits");
+  const double agreement =
+      out->logits.argmax(-1).eq(expected.argmax(-1)).to(at::kDouble).mean().item<double>();
+  const double bf16_agreement = Bfloat16PrefillAgreement(kFixture);
+  std::cout << "W4A8 prefill max |dlogit| " << MaxAbsDiff(out->logits, expected) << " (logits span "
+            << (expected.max() - expected.min()).item<double>() << "), argmax agreement "
+            << agreement << " (bf16 activations: " << bf16_agreement << ")\n";
+  EXPECT_GE(agreement, 0.85);
 }
 
 TEST(W4A16LinearsTest, ConfigSelectsEveryLinearButTheIgnoredOnes) {

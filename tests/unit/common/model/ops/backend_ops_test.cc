@@ -13,6 +13,7 @@
 
 #include "common/model/ops/op_table.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/w4a8_gemm.h"
 #include "tests/unit/common/int4/random_int4_weight.h"
 
 namespace specd::model::ops {
@@ -68,43 +69,61 @@ TEST(BackendOpsTest, DenseProjection) {
   struct Shape {
     int64_t rows, in, out;
   };
-  // GEMV tiles with ragged edges, several rows, and the 4B model's MLP and q_proj.
+  // Tiles with ragged edges in rows, columns and outputs; verify blocks and batches up to where
+  // BLAS takes over and past it; the 4B model's MLP, q_proj and a slice of its head.
   const std::vector<Shape> shapes = {{1, 1, 1},
                                      {1, 7, 3},
                                      {1, 300, 37},
                                      {1, 1024, 256},
                                      {3, 64, 16},
+                                     {5, 33, 9},
+                                     {16, 512, 67},
+                                     {64, 256, 64},
+                                     {65, 256, 64},
                                      {1, kHidden, kIntermediate},
                                      {1, kIntermediate, kHidden},
-                                     {4, kHidden, 2 * kHeads * kHeadDim}};
+                                     {4, kHidden, 2 * kHeads * kHeadDim},
+                                     {16, kHidden, 16384}};
   ForEachBackend(&OpTable::project, [&](const Backend& backend) {
     for (const Shape& shape : shapes) {
-      SCOPED_TRACE(::testing::Message() << shape.rows << "×" << shape.in << " → " << shape.out);
-      at::manual_seed(shape.in * 31 + shape.out);
-      const at::Tensor x = at::randn({shape.rows, shape.in});
-      const at::Tensor weight = at::randn({shape.out, shape.in});
-      EXPECT_TRUE(Close(backend.ops.project(On(x, backend), On(weight, backend)),
-                        ReferenceOps().project(x, weight), 1e-5));
+      // A float32 weight, and a bf16 one as a bf16 checkpoint's is kept on a float32 model.
+      for (const at::ScalarType stored : {at::kFloat, at::kBFloat16}) {
+        SCOPED_TRACE(::testing::Message() << shape.rows << "×" << shape.in << " → " << shape.out
+                                          << " " << at::toString(stored));
+        at::manual_seed(shape.in * 31 + shape.out);
+        const at::Tensor x = at::randn({shape.rows, shape.in});
+        const at::Tensor weight = at::randn({shape.out, shape.in}).to(stored);
+        const at::Tensor y = backend.ops.project(On(x, backend), On(weight, backend));
+        EXPECT_EQ(y.scalar_type(), at::kFloat);
+        EXPECT_TRUE(Close(y, ReferenceOps().project(x, weight), 1e-5));
+      }
     }
   });
 }
 
-TEST(BackendOpsTest, Int4Projection) {
-  using quant::testing::Int4Layout;
-  struct Case {
-    Int4Layout layout;
-    int64_t rows;
-  };
-  const std::vector<Case> cases = {
+struct Int4Case {
+  quant::testing::Int4Layout layout;
+  int64_t rows;
+};
+
+// Ragged row blocks and x-row tiles, zero points, act order, and the 4B shapes at the row counts
+// of decode, verify blocks and batches.
+std::vector<Int4Case> Int4Cases() {
+  return {
       {{.rows = 37, .cols = 256, .group_size = 128}, 1},
       {{.rows = 20, .cols = 192, .group_size = 32, .symmetric = false}, 3},
-      {{.rows = 29, .cols = 256, .group_size = 64, .act_order = true}, 2},
+      {{.rows = 29, .cols = 256, .group_size = 64, .act_order = true}, 6},
       {{.rows = kIntermediate, .cols = kHidden, .group_size = 128}, 1},
-      {{.rows = kHidden, .cols = kIntermediate, .group_size = 128, .symmetric = false}, 5},
+      {{.rows = kHidden, .cols = kIntermediate, .group_size = 128, .symmetric = false}, 16},
+      {{.rows = 2 * kHeads * kHeadDim, .cols = kHidden, .group_size = 128}, 64},
   };
+}
+
+TEST(BackendOpsTest, Int4Projection) {
+  const std::vector<Int4Case> cases = Int4Cases();
   ForEachBackend(&OpTable::project_int4, [&](const Backend& backend) {
     std::mt19937 rng(17);
-    for (const Case& c : cases) {
+    for (const Int4Case& c : cases) {
       SCOPED_TRACE(::testing::Message() << c.rows << "×" << c.layout.cols << " → " << c.layout.rows
                                         << ", group " << c.layout.group_size);
       const absl::StatusOr<quant::Int4KernelWeight> weight =
@@ -115,6 +134,32 @@ TEST(BackendOpsTest, Int4Projection) {
                         ReferenceOps().project_int4(x, *weight), 1e-5));
     }
   });
+}
+
+// W4A8: the same weights on activations rounded to int8 per block of 32, against the exact
+// projection. The error is the rounding's, about 0.3 % of the largest output on random data.
+TEST(BackendOpsTest, Int4ProjectionOnInt8Activations) {
+  if (!kernels::cpu::CpuHasW4A8()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  std::mt19937 rng(19);
+  for (const Int4Case& c : Int4Cases()) {
+    SCOPED_TRACE(::testing::Message() << c.rows << "×" << c.layout.cols << " → " << c.layout.rows
+                                      << ", group " << c.layout.group_size);
+    const quant::PackedInt4Weight packed = quant::testing::RandomPackedWeight(c.layout, rng);
+    const absl::StatusOr<quant::Int4KernelWeight> exact = quant::Int4KernelWeight::Prepare(packed);
+    const absl::StatusOr<quant::Int4KernelWeight> int8 =
+        quant::Int4KernelWeight::Prepare(packed, quant::Int4Activations::kInt8);
+    ASSERT_TRUE(exact.ok() && int8.ok()) << int8.status();
+    EXPECT_EQ(int8->activations(), quant::Int4Activations::kInt8);
+    // The same weights, whichever layout holds them (up to the rounding of s · (8 + zero)).
+    std::vector<float> held = int8->Dequantize(), stored = exact->Dequantize();
+    const auto as_tensor = [&](std::vector<float>& values) {
+      return at::from_blob(values.data(), {c.layout.rows, c.layout.cols}, at::kFloat);
+    };
+    EXPECT_TRUE(Close(as_tensor(held), as_tensor(stored), 1e-6));
+    const at::Tensor x = at::randn({c.rows, c.layout.cols});
+    EXPECT_TRUE(Close(OpsFor(c10::DeviceType::CPU).project_int4(x, *int8),
+                      ReferenceOps().project_int4(x, *exact), 1e-2));
+  }
 }
 
 struct DeltaRuleInputs {
