@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/specd/commands.h"
+#include "cli/specd/int4_activations_option.h"
 #include "cli/specd/weight_footprint.h"
 #include "common/model/ops/cpu_backend.h"
 #include "common/model/ops/op_table.h"
@@ -41,8 +42,8 @@ struct DecodeBenchFlags {
   std::string kernels = "backend";
   int64_t copy_mib = 256;
   uint64_t seed = 0;
-  int64_t block = 16;                      // rows of the verify block timed against a decode step
-  std::string int4_activations = "exact";  // or int8 (W4A8)
+  int64_t block = 16;  // rows of the verify block timed against a decode step
+  quant::Int4Activations int4_activations = quant::Int4Activations::kExact;
 };
 
 // Bytes/s of the best of a few ParallelCopy runs over buffers far larger than the last-level
@@ -110,10 +111,8 @@ absl::Status BenchDecode(const DecodeBenchFlags& flags) {
   const int threads = kernels::cpu::ThreadPool::Shared().size();
   if (flags.kernels == "reference") model::ops::UseReferenceOnly(true);
   const ResidentMemory before_load = ReadResidentMemory();
-  const model::ModelOptions options{.int4_activations = flags.int4_activations == "int8"
-                                                            ? quant::Int4Activations::kInt8
-                                                            : quant::Int4Activations::kExact};
-  absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(flags.model, options);
+  absl::StatusOr<model::Qwen35Model> target =
+      model::Qwen35Model::Load(flags.model, {.int4_activations = flags.int4_activations});
   if (!target.ok()) return target.status();
   absl::StatusOr<WeightFootprint> footprint = MeasureWeightFootprint(flags.model, *target);
   if (!footprint.ok()) return footprint.status();
@@ -167,7 +166,8 @@ absl::Status BenchDecode(const DecodeBenchFlags& flags) {
   std::printf("model            %s (%.3g B parameters, %.0f MiB read per decode step)\n",
               flags.model.c_str(), parameters / 1e9, step_bytes / (1 << 20));
   std::printf("threads          %d kernel, %d LibTorch; %s kernels, %s INT4 activations\n", threads,
-              at::get_num_threads(), flags.kernels.c_str(), flags.int4_activations.c_str());
+              at::get_num_threads(), flags.kernels.c_str(),
+              flags.int4_activations == quant::Int4Activations::kInt8 ? "int8" : "exact");
   std::printf("prefill          %lld tokens in %.1f ms: %.1f tokens/s\n",
               static_cast<long long>(flags.prompt_length), prefill_s * 1e3,
               static_cast<double>(flags.prompt_length) / prefill_s);
@@ -212,11 +212,7 @@ void AddDecodeBench(CLI::App& bench) {
   command->add_option("--block", flags->block, "Rows of the verify block timed")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  command
-      ->add_option("--int4-activations", flags->int4_activations,
-                   "exact: W4A16 on float32 activations; int8: W4A8 (AVX-512 VNNI)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"exact", "int8"}));
+  AddInt4ActivationsOption(*command, flags->int4_activations);
   command->callback([command, flags] { RunOrExit(*command, [&] { return BenchDecode(*flags); }); });
 }
 

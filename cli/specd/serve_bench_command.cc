@@ -33,6 +33,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/specd/commands.h"
+#include "cli/specd/int4_activations_option.h"
 #include "common/engine/in_process_ports.h"
 #include "common/metrics/registry.h"
 #include "common/model/dflash_drafter.h"
@@ -67,6 +68,7 @@ struct ServeBenchFlags {
   int64_t batch_delay_us = 2000;  // BatchingOptions::max_delay
   std::vector<std::string> sweep = {"embedded", "distributed"};
   int64_t cache_memory = 0;  // bytes; 0: engine::DefaultCacheBudget()
+  quant::Int4Activations int4_activations = quant::Int4Activations::kExact;
 };
 
 // The most cache memory reserved since the last Reset.
@@ -243,9 +245,11 @@ SweepPoint RunSweepPoint(int port, const std::vector<v1::GenerateRequest>& reque
 }
 
 absl::Status ServeBench(const ServeBenchFlags& flags) {
-  absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(flags.model);
+  const model::ModelOptions model_options{.int4_activations = flags.int4_activations};
+  absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(flags.model, model_options);
   if (!target.ok()) return target.status();
-  absl::StatusOr<model::DFlashDrafter> drafter = model::DFlashDrafter::Load(flags.drafter);
+  absl::StatusOr<model::DFlashDrafter> drafter =
+      model::DFlashDrafter::Load(flags.drafter, model_options);
   if (!drafter.ok()) return drafter.status();
   std::optional<text::Tokenizer> tokenizer;
   if (!flags.prompts.empty()) {
@@ -377,9 +381,9 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
   // 2. Concurrency sweep through the public API on loopback, embedded and distributed.
   std::printf(
       "## Concurrency sweep (%lld requests per client, at most %lld sequences per forward, "
-      "%lld MiB of cache memory)\n\n",
+      "%.1f MiB of cache memory)\n\n",
       static_cast<long long>(flags.requests), static_cast<long long>(flags.max_batch),
-      static_cast<long long>(cache_pool.use().capacity_bytes >> 20));
+      static_cast<double>(cache_pool.use().capacity_bytes) / (1 << 20));
   std::printf(
       "| path | decoding | clients | tokens / s | × 1 client | TTFT p50 (ms) | TTFT p95 (ms) | "
       "ITL p50 (ms) | ITL p95 (ms) | mean batch (target / drafter) | cache pool (peak) | "
@@ -458,6 +462,7 @@ void AddServeBench(CLI::App& bench) {
       ->add_option("--batch-delay-us", flags->batch_delay_us,
                    "how long a step waits for sessions still to come")
       ->capture_default_str();
+  AddInt4ActivationsOption(*command, flags->int4_activations);
   command
       ->add_option("--cache-memory", flags->cache_memory,
                    "the sessions' cache memory, e.g. 2GiB (default: half of what is free)")

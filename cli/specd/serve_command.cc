@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "cli/specd/commands.h"
+#include "cli/specd/int4_activations_option.h"
 #include "common/engine/in_process_ports.h"
 #include "common/io/qwen35_checkpoint_config.h"
 #include "common/metrics/http_endpoint.h"
@@ -64,7 +65,7 @@ struct ServeFlags {
   // verifier, drafter: the caches' memory
   int64_t cache_memory = 0;  // bytes; 0: engine::DefaultCacheBudget() once the weights are loaded
   int64_t cache_block_tokens = 16;
-  std::string int4_activations = "exact";  // verifier, drafter: or int8 (W4A8)
+  quant::Int4Activations int4_activations = quant::Int4Activations::kExact;  // verifier, drafter
   // drafter
   std::string drafter;
   std::string target;
@@ -130,8 +131,7 @@ std::string QuantizationOf(const std::filesystem::path& dir) {
 absl::Duration Seconds(double seconds) { return absl::Milliseconds(seconds * 1000); }
 
 model::ModelOptions ModelOptionsOf(const ServeFlags& flags) {
-  return {.int4_activations = flags.int4_activations == "int8" ? quant::Int4Activations::kInt8
-                                                               : quant::Int4Activations::kExact};
+  return {.int4_activations = flags.int4_activations};
 }
 
 // What one process serves and everything its services need alive while it does.
@@ -544,12 +544,7 @@ void AddServeCommand(CLI::App& app) {
       ->add_option("--cache-block-tokens", flags->cache_block_tokens,
                    "verifier, drafter: sessions reserve cache memory in blocks of this many tokens")
       ->capture_default_str();
-  serve
-      ->add_option("--int4-activations", flags->int4_activations,
-                   "verifier, drafter: exact: W4A16 on float32 activations; int8: W4A8 (AVX-512 "
-                   "VNNI, faster on verify blocks and batches, not exact)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"exact", "int8"}));
+  AddInt4ActivationsOption(*serve, flags->int4_activations, "verifier, drafter: ");
   serve
       ->add_option("--session-idle-timeout", flags->session_idle_timeout_s,
                    "verifier, drafter: seconds before an untouched session is dropped")
