@@ -158,19 +158,20 @@ absl::Status RequireFlags(const std::vector<std::pair<const char*, const std::st
   return absl::OkStatus();
 }
 
-// The batching flags, and the histograms of `model`'s forwards (vLLM's iteration_tokens_total).
+// The batching flags, and the histograms of the forwards of `role`'s model, "verifier" (the
+// target) or "drafter" (vLLM's iteration_tokens_total).
 engine::BatchingOptions BatchingOf(const ServeFlags& flags, metrics::Registry& registry,
-                                   const std::string& model) {
+                                   const std::string& role) {
   metrics::Histogram& rows =
       registry
           .AddHistogram("specd_iteration_tokens", "Rows (tokens) per batched forward.",
-                        {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192}, {"model"})
-          .WithLabels({model});
+                        {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192}, {"role"})
+          .WithLabels({role});
   metrics::Histogram& sequences =
       registry
           .AddHistogram("specd_iteration_sequences", "Sequences per batched forward.",
-                        {1, 2, 4, 8, 16, 32, 64, 128, 256}, {"model"})
-          .WithLabels({model});
+                        {1, 2, 4, 8, 16, 32, 64, 128, 256}, {"role"})
+          .WithLabels({role});
   return {.max_rows = flags.max_batch_tokens,
           .max_sequences = flags.max_batch,
           .max_delay = std::chrono::microseconds(flags.batch_delay_us),
@@ -244,7 +245,7 @@ absl::Status AddVerifier(const ServeFlags& flags, metrics::Registry& registry, R
            .open_sessions =
                &registry.AddGauge("specd_verifier_open_sessions", "Verifier sessions open now.")
                     .Get(),
-           .batching = BatchingOf(flags, registry, "target"),
+           .batching = BatchingOf(flags, registry, "verifier"),
            .cache_pool = *pool});
   if (!handler.ok()) return handler.status();
   role.verifier = *std::move(handler);
@@ -436,7 +437,7 @@ absl::Status BuildRole(const ServeFlags& flags, metrics::Registry& registry, Rol
              .drafter = role.drafter,
              .in_process = std::make_shared<engine::InProcessPair>(
                  *role.target, role.drafter == nullptr ? nullptr : &role.drafter->drafter(),
-                 engine::PairOptions{.target_batching = BatchingOf(flags, registry, "target"),
+                 engine::PairOptions{.target_batching = BatchingOf(flags, registry, "verifier"),
                                      .draft_batching = BatchingOf(flags, registry, "drafter"),
                                      .cache_pool = role.cache_pool.get()})},
             absl::Seconds(5));

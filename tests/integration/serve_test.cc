@@ -199,15 +199,15 @@ TEST(SpecdServeTest, DistributedEmbeddedAndLocalGenerationGiveTheSameIds) {
                    "specd_spec_decode_num_drafts_total\\{model=\"specd\",regime=\"short\"\\}"),
             0);
   // Forwards ran batched on every model, and the caches' budget is reported.
-  for (const auto& [server, model] : {std::pair{distributed.verifier.get(), "target"},
-                                      {distributed.drafter.get(), "drafter"},
-                                      {all.get(), "target"},
-                                      {all.get(), "drafter"}}) {
+  for (const auto& [server, role] : {std::pair{distributed.verifier.get(), "verifier"},
+                                     {distributed.drafter.get(), "drafter"},
+                                     {all.get(), "verifier"},
+                                     {all.get(), "drafter"}}) {
     const std::string metrics = Metrics(*server);
     EXPECT_GT(
-        Sample(metrics, absl::StrCat("specd_iteration_tokens_count\\{model=\"", model, "\"\\}")), 0)
-        << model;
-    EXPECT_GT(Sample(metrics, "specd_cache_memory_capacity_bytes"), 0) << model;
+        Sample(metrics, absl::StrCat("specd_iteration_tokens_count\\{role=\"", role, "\"\\}")), 0)
+        << role;
+    EXPECT_GT(Sample(metrics, "specd_cache_memory_capacity_bytes"), 0) << role;
   }
 }
 

