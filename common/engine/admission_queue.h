@@ -37,8 +37,6 @@ class AdmissionQueue {
     Ticket& operator=(Ticket&&) = delete;
     ~Ticket();
 
-    int64_t units() const { return units_; }
-
    private:
     friend class AdmissionQueue;
     Ticket(AdmissionQueue* queue, int64_t units) : queue_(queue), units_(units) {}

@@ -5,10 +5,11 @@
 #include <cstring>
 
 #include "kernels/cpu/dense_gemm.h"
+#include "kernels/cpu/row_tiles.h"
 
 namespace specd::kernels::cpu::internal {
 
-constexpr int kDenseTile = 4;  // x rows and W rows per tile
+constexpr int kDenseTile = kRowTile;  // W rows per tile, as many as x rows
 
 // Column k of a weight row as float32 (a bf16's bits are a float32's top half).
 template <bool kBf16>
@@ -24,31 +25,13 @@ inline float WeightAt(const void* row, int64_t k) {
 }
 
 // Runs `body.template Tile<kM, kN>(m0, n0)` over every x row and W rows [n_begin, n_end), in
-// tiles of at most kDenseTile by kDenseTile. Inlined into each ISA's body (so compiled for it);
-// `Body` is a struct, not a lambda, whose Tile carries that body's target.
-template <int kN, typename Body>
-__attribute__((always_inline)) inline void TileRows(int64_t m, int64_t n, Body& body) {
-  int64_t i = 0;
-  for (; i + kDenseTile <= m; i += kDenseTile) body.template Tile<kDenseTile, kN>(i, n);
-  switch (m - i) {
-    case 3:
-      body.template Tile<3, kN>(i, n);
-      break;
-    case 2:
-      body.template Tile<2, kN>(i, n);
-      break;
-    case 1:
-      body.template Tile<1, kN>(i, n);
-      break;
-  }
-}
-
+// tiles of at most kRowTile by kDenseTile (ForEachRowTile).
 template <typename Body>
 __attribute__((always_inline)) inline void ForEachTile(int64_t m, int64_t n_begin, int64_t n_end,
                                                        Body& body) {
   int64_t n = n_begin;
-  for (; n + kDenseTile <= n_end; n += kDenseTile) TileRows<kDenseTile>(m, n, body);
-  for (; n < n_end; ++n) TileRows<1>(m, n, body);
+  for (; n + kDenseTile <= n_end; n += kDenseTile) ForEachRowTile<kDenseTile>(m, n, body);
+  for (; n < n_end; ++n) ForEachRowTile<1>(m, n, body);
 }
 
 // The portable body (vector extensions: AVX2 + FMA, or the x86-64 baseline).

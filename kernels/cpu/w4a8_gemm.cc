@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cpu/row_tiles.h"
+
 #define SPECD_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni,fma")))
 
 namespace specd::kernels::cpu {
@@ -48,10 +50,18 @@ void Quantize(const float* x, int64_t rows, int64_t cols, int64_t group_size, Qu
   }
 }
 
-// y[m0 + i, 16 (b0 + j) …] for i < kM, j < kN: kM x rows by kN blocks of 16 W rows.
+struct VnniBody {
+  const QuantizedRows& x;
+  const Int4VnniMatrix& w;
+  float* y;
+
+  // y[m0 + i, 16 (b0 + j) …] for i < kM, j < kN: kM x rows by kN blocks of 16 W rows.
+  template <int kM, int kN>
+  SPECD_VNNI void Tile(int64_t m0, int64_t b0);
+};
+
 template <int kM, int kN>
-SPECD_VNNI void Tile(const QuantizedRows& x, const Int4VnniMatrix& w, int64_t m0, int64_t b0,
-                     float* y) {
+SPECD_VNNI void VnniBody::Tile(int64_t m0, int64_t b0) {
   const int64_t groups = w.cols / w.group_size;
   const int64_t chunks = w.cols / 8;  // 64-byte chunks per block
   const int64_t blocks_per_row = w.cols / kW4A8ActivationBlock;
@@ -117,42 +127,17 @@ SPECD_VNNI void Tile(const QuantizedRows& x, const Int4VnniMatrix& w, int64_t m0
   }
 }
 
-// Every x row against row blocks [b0, b0 + kN).
-template <int kN>
-SPECD_VNNI void Blocks(const QuantizedRows& x, int64_t rows, const Int4VnniMatrix& w, int64_t b0,
-                       float* y) {
-  constexpr int kTile = 4;
-  int64_t m = 0;
-  for (; m + kTile <= rows; m += kTile) Tile<kTile, kN>(x, w, m, b0, y);
-  switch (rows - m) {
-    case 3:
-      Tile<3, kN>(x, w, m, b0, y);
-      break;
-    case 2:
-      Tile<2, kN>(x, w, m, b0, y);
-      break;
-    case 1:
-      Tile<1, kN>(x, w, m, b0, y);
-      break;
-  }
-}
-
 // Row blocks [begin, end): one x row takes four blocks at a time, enough independent chains to
 // cover the instruction's latency; several take two (8 accumulators of each kind).
 SPECD_VNNI void RowBlocks(const QuantizedRows& x, int64_t rows, const Int4VnniMatrix& w,
                           int64_t begin, int64_t end, float* y) {
+  VnniBody body{x, w, y};
   int64_t b = begin;
   if (rows == 1) {
-    for (; b + 4 <= end; b += 4) Blocks<4>(x, rows, w, b, y);
+    for (; b + 4 <= end; b += 4) internal::ForEachRowTile<4>(rows, b, body);
   }
-  for (; b + 2 <= end; b += 2) Blocks<2>(x, rows, w, b, y);
-  for (; b < end; ++b) Blocks<1>(x, rows, w, b, y);
-}
-
-uint8_t NibbleAt(const Int4Matrix& w, int64_t n, int64_t k) {
-  if (n >= w.rows) return 0;
-  const auto word = static_cast<uint32_t>(w.packed[n * (w.cols / 8) + k / 8]);
-  return static_cast<uint8_t>((word >> (4 * (k % 8))) & 0xf);
+  for (; b + 2 <= end; b += 2) internal::ForEachRowTile<2>(rows, b, body);
+  for (; b < end; ++b) internal::ForEachRowTile<1>(rows, b, body);
 }
 
 }  // namespace
@@ -176,13 +161,15 @@ Int4VnniMatrix RepackForW4A8(const Int4Matrix& w) {
   for (int64_t b = 0; b < blocks; ++b) {
     for (int64_t r = 0; r < kW4A8RowBlock; ++r) {
       const int64_t n = b * kW4A8RowBlock + r;
+      if (n >= w.rows) continue;  // padding rows stay zero
       for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+        // A packed word holds columns 8·chunk + i at bits 4i; byte c takes columns c and 4 + c.
+        const auto word = static_cast<uint32_t>(w.packed[n * chunks + chunk]);
         for (int64_t c = 0; c < 4; ++c) {
-          out.nibbles[(b * chunks + chunk) * 64 + 4 * r + c] = static_cast<uint8_t>(
-              NibbleAt(w, n, 8 * chunk + c) | NibbleAt(w, n, 8 * chunk + 4 + c) << 4);
+          out.nibbles[(b * chunks + chunk) * 64 + 4 * r + c] =
+              static_cast<uint8_t>(((word >> (4 * c)) & 0xf) | ((word >> (4 * c + 16)) & 0xf) << 4);
         }
       }
-      if (n >= w.rows) continue;
       for (int64_t g = 0; g < groups; ++g) {
         const float scale = w.scales[n * groups + g];
         const float zero = w.zero_points == nullptr ? 0.0f : w.zero_points[n * groups + g];
