@@ -8,11 +8,12 @@ namespace specd::kernels::cpu {
 namespace internal {
 namespace {
 
-// Sixteen lanes: two AVX registers, or four SSE ones.
-typedef float Lanes __attribute__((vector_size(64)));
-typedef uint32_t Words __attribute__((vector_size(64)));
-typedef uint16_t Halves __attribute__((vector_size(32)));
-constexpr int kLanes = 16;
+// Eight lanes: one AVX register, or two SSE ones (wider vectors than the target's registers go
+// through the stack).
+typedef float Lanes __attribute__((vector_size(32)));
+typedef uint32_t Words __attribute__((vector_size(32)));
+typedef uint16_t Halves __attribute__((vector_size(16)));
+constexpr int kLanes = 8;
 
 // Inlined into the cloned body below, so compiled for each of its targets (and no vector crosses
 // a call, whose ABI would differ between them).
@@ -24,7 +25,7 @@ struct GenericBody {
   const DenseMatrix& w;
   float* y;
 
-  // Sixteen weights of column k on, as float32.
+  // Eight weights of column k on, as float32.
   SPECD_INLINE static void Load(const char* row, int64_t k, Lanes& lanes) {
     if constexpr (kBf16) {
       Halves halves;
