@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "cli/specd/commands.h"
-#include "cli/specd/int4_activations_option.h"
+#include "cli/specd/cpu_kernel_options.h"
 #include "cli/specd/weight_footprint.h"
 #include "common/model/ops/cpu_backend.h"
 #include "common/model/ops/op_table.h"
@@ -42,8 +42,8 @@ struct DecodeBenchFlags {
   std::string kernels = "backend";
   int64_t copy_mib = 256;
   uint64_t seed = 0;
-  int64_t block = 16;  // rows of the verify block timed against a decode step
-  quant::Int4Activations int4_activations = quant::Int4Activations::kExact;
+  int64_t block = 16;                 // rows of the verify block timed against a decode step
+  model::ModelOptions model_options;  // --int4-activations, --lm-head
 };
 
 // Bytes/s of the best of a few ParallelCopy runs over buffers far larger than the last-level
@@ -99,9 +99,11 @@ void PrintResidentMemory(const ResidentMemory& before, const WeightFootprint& fo
       static_cast<double>(after.file - before.file) / kMiB);
   std::printf(
       "expected         %.1f MiB of weights: %.1f MiB INT4 (packed, scales, zero points) + "
-      "%.1f MiB dense (%s, bf16 matrices as stored; mapped ones resident once touched)\n",
+      "%.1f MiB dense (%s, bf16 matrices as stored; mapped ones resident once touched) + %.1f MiB "
+      "embedding + %.1f MiB LM head (%s)\n",
       footprint.total_bytes() / kMiB, footprint.int4_bytes / kMiB, footprint.dense_bytes / kMiB,
-      c10::toString(dtype));
+      c10::toString(dtype), footprint.embedding_bytes / kMiB, footprint.head_bytes / kMiB,
+      footprint.head_is_embedding ? "the embedding itself" : "its own");
 }
 
 absl::Status BenchDecode(const DecodeBenchFlags& flags) {
@@ -112,7 +114,7 @@ absl::Status BenchDecode(const DecodeBenchFlags& flags) {
   if (flags.kernels == "reference") model::ops::UseReferenceOnly(true);
   const ResidentMemory before_load = ReadResidentMemory();
   absl::StatusOr<model::Qwen35Model> target =
-      model::Qwen35Model::Load(flags.model, {.int4_activations = flags.int4_activations});
+      model::Qwen35Model::Load(flags.model, flags.model_options);
   if (!target.ok()) return target.status();
   absl::StatusOr<WeightFootprint> footprint = MeasureWeightFootprint(flags.model, *target);
   if (!footprint.ok()) return footprint.status();
@@ -165,9 +167,11 @@ absl::Status BenchDecode(const DecodeBenchFlags& flags) {
   const double parameters = static_cast<double>(model::Qwen35ParameterCount(config));
   std::printf("model            %s (%.3g B parameters, %.0f MiB read per decode step)\n",
               flags.model.c_str(), parameters / 1e9, step_bytes / (1 << 20));
-  std::printf("threads          %d kernel, %d LibTorch; %s kernels, %s INT4 activations\n", threads,
-              at::get_num_threads(), flags.kernels.c_str(),
-              flags.int4_activations == quant::Int4Activations::kInt8 ? "int8" : "exact");
+  std::printf(
+      "threads          %d kernel, %d LibTorch; %s kernels, %s INT4 activations, %s LM head\n",
+      threads, at::get_num_threads(), flags.kernels.c_str(),
+      flags.model_options.int4_activations == quant::Int4Activations::kInt8 ? "int8" : "exact",
+      flags.model_options.head == model::HeadWeights::kInt8 ? "int8" : "stored");
   std::printf("prefill          %lld tokens in %.1f ms: %.1f tokens/s\n",
               static_cast<long long>(flags.prompt_length), prefill_s * 1e3,
               static_cast<double>(flags.prompt_length) / prefill_s);
@@ -212,7 +216,7 @@ void AddDecodeBench(CLI::App& bench) {
   command->add_option("--block", flags->block, "Rows of the verify block timed")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  AddInt4ActivationsOption(*command, flags->int4_activations);
+  AddCpuKernelOptions(*command, flags->model_options);
   command->callback([command, flags] { RunOrExit(*command, [&] { return BenchDecode(*flags); }); });
 }
 

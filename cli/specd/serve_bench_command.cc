@@ -33,7 +33,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/specd/commands.h"
-#include "cli/specd/int4_activations_option.h"
+#include "cli/specd/cpu_kernel_options.h"
 #include "common/engine/in_process_ports.h"
 #include "common/metrics/registry.h"
 #include "common/model/dflash_drafter.h"
@@ -67,8 +67,8 @@ struct ServeBenchFlags {
   int64_t max_batch = 64;         // sequences per forward (BatchingOptions::max_sequences)
   int64_t batch_delay_us = 2000;  // BatchingOptions::max_delay
   std::vector<std::string> sweep = {"embedded", "distributed"};
-  int64_t cache_memory = 0;  // bytes; 0: engine::DefaultCacheBudget()
-  quant::Int4Activations int4_activations = quant::Int4Activations::kExact;
+  int64_t cache_memory = 0;           // bytes; 0: engine::DefaultCacheBudget()
+  model::ModelOptions model_options;  // --int4-activations, --lm-head
 };
 
 // The most cache memory reserved since the last Reset.
@@ -245,7 +245,7 @@ SweepPoint RunSweepPoint(int port, const std::vector<v1::GenerateRequest>& reque
 }
 
 absl::Status ServeBench(const ServeBenchFlags& flags) {
-  const model::ModelOptions model_options{.int4_activations = flags.int4_activations};
+  const model::ModelOptions& model_options = flags.model_options;
   absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(flags.model, model_options);
   if (!target.ok()) return target.status();
   absl::StatusOr<model::DFlashDrafter> drafter =
@@ -462,7 +462,7 @@ void AddServeBench(CLI::App& bench) {
       ->add_option("--batch-delay-us", flags->batch_delay_us,
                    "how long a step waits for sessions still to come")
       ->capture_default_str();
-  AddInt4ActivationsOption(*command, flags->int4_activations);
+  AddCpuKernelOptions(*command, flags->model_options);
   command
       ->add_option("--cache-memory", flags->cache_memory,
                    "the sessions' cache memory, e.g. 2GiB (default: half of what is free)")

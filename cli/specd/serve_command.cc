@@ -22,7 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "cli/specd/commands.h"
-#include "cli/specd/int4_activations_option.h"
+#include "cli/specd/cpu_kernel_options.h"
 #include "common/engine/in_process_ports.h"
 #include "common/io/qwen35_checkpoint_config.h"
 #include "common/metrics/http_endpoint.h"
@@ -65,7 +65,7 @@ struct ServeFlags {
   // verifier, drafter: the caches' memory
   int64_t cache_memory = 0;  // bytes; 0: engine::DefaultCacheBudget() once the weights are loaded
   int64_t cache_block_tokens = 16;
-  quant::Int4Activations int4_activations = quant::Int4Activations::kExact;  // verifier, drafter
+  model::ModelOptions model_options;  // verifier, drafter: --int4-activations, --lm-head
   // drafter
   std::string drafter;
   std::string target;
@@ -129,10 +129,6 @@ std::string QuantizationOf(const std::filesystem::path& dir) {
 }
 
 absl::Duration Seconds(double seconds) { return absl::Milliseconds(seconds * 1000); }
-
-model::ModelOptions ModelOptionsOf(const ServeFlags& flags) {
-  return {.int4_activations = flags.int4_activations};
-}
 
 // What one process serves and everything its services need alive while it does.
 struct Role {
@@ -226,7 +222,7 @@ void ReportCapacity(const ServeFlags& flags, const engine::CachePool& pool, cons
 
 absl::Status AddVerifier(const ServeFlags& flags, metrics::Registry& registry, Role& role) {
   absl::StatusOr<model::Qwen35Model> target =
-      model::Qwen35Model::Load(flags.model, ModelOptionsOf(flags));
+      model::Qwen35Model::Load(flags.model, flags.model_options);
   if (!target.ok()) return target.status();
   role.target.emplace(*std::move(target));
   absl::StatusOr<engine::CachePool*> pool = CachePoolOf(flags, registry, role);
@@ -259,7 +255,7 @@ absl::Status AddVerifier(const ServeFlags& flags, metrics::Registry& registry, R
 absl::Status AddDrafter(const ServeFlags& flags, const std::string& target_dir,
                         metrics::Registry& registry, Role& role) {
   absl::StatusOr<model::DFlashDrafter> drafter =
-      model::DFlashDrafter::Load(flags.drafter, ModelOptionsOf(flags));
+      model::DFlashDrafter::Load(flags.drafter, flags.model_options);
   if (!drafter.ok()) return drafter.status();
   absl::StatusOr<engine::CachePool*> pool = CachePoolOf(flags, registry, role);
   if (!pool.ok()) return pool.status();
@@ -545,7 +541,7 @@ void AddServeCommand(CLI::App& app) {
       ->add_option("--cache-block-tokens", flags->cache_block_tokens,
                    "verifier, drafter: sessions reserve cache memory in blocks of this many tokens")
       ->capture_default_str();
-  AddInt4ActivationsOption(*serve, flags->int4_activations, "verifier, drafter: ");
+  AddCpuKernelOptions(*serve, flags->model_options, "verifier, drafter: ");
   serve
       ->add_option("--session-idle-timeout", flags->session_idle_timeout_s,
                    "verifier, drafter: seconds before an untouched session is dropped")

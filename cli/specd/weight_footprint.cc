@@ -9,10 +9,14 @@ absl::StatusOr<WeightFootprint> MeasureWeightFootprint(const std::string& dir,
   absl::StatusOr<io::Checkpoint> checkpoint = io::Checkpoint::Open(dir);
   if (!checkpoint.ok()) return checkpoint.status();
   const io::Qwen35TextConfig& config = target.config();
-  WeightFootprint footprint{.int4_bytes = 0,
-                            .dense_bytes = 0,
-                            .embedding_bytes = 0,
-                            .tied_head = config.tie_word_embeddings};
+  const model::TokenHead& head = target.token_head();
+  WeightFootprint footprint{
+      .int4_bytes = 0,
+      .dense_bytes = 0,
+      .embedding_bytes = 0,
+      .head_bytes = static_cast<double>(head.head_bytes()),
+      .head_is_embedding =
+          config.tie_word_embeddings && target.options().head == model::HeadWeights::kStored};
   const auto dense_element = static_cast<double>(c10::elementSize(target.options().dtype));
   for (const io::TensorView& tensor : checkpoint->tensors()) {
     const std::string& name = tensor.name;
@@ -28,8 +32,11 @@ absl::StatusOr<WeightFootprint> MeasureWeightFootprint(const std::string& dir,
       const bool kept_bf16 = tensor.shape.size() == 2 && tensor.dtype == io::DType::kBF16 &&
                              target.options().dtype == c10::kFloat;
       const double bytes = elements * (kept_bf16 ? 2.0 : dense_element);
-      footprint.dense_bytes += bytes;
-      if (name.ends_with("embed_tokens.weight")) footprint.embedding_bytes += bytes;
+      if (name.ends_with("embed_tokens.weight")) {
+        footprint.embedding_bytes += bytes;
+      } else if (name != "lm_head.weight") {
+        footprint.dense_bytes += bytes;
+      }
     }
   }
   return footprint;

@@ -1,8 +1,9 @@
 #pragma once
 // What a loaded target's weights take in memory and what a decode step reads of them, from its
 // checkpoint's tensors: ½ byte per INT4 weight plus the float32 scales, int8 zero points and
-// act-order permutation the CPU kernel keeps, every matrix a bf16 checkpoint stores in bf16, and
-// every other text-model tensor at the model's dtype.
+// act-order permutation the CPU kernel keeps, every matrix a bf16 checkpoint stores in bf16, every
+// other text-model tensor at the model's dtype, and the LM head as the model holds it (as stored,
+// or int8).
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -12,12 +13,15 @@ namespace specd::cli {
 
 struct WeightFootprint {
   double int4_bytes = 0;
-  double dense_bytes = 0;      // including the input embedding
-  double embedding_bytes = 0;  // read whole per step only as a tied head (else one row)
-  bool tied_head = false;
+  double dense_bytes = 0;          // every other tensor but the embedding and the head
+  double embedding_bytes = 0;      // one row read per token
+  double head_bytes = 0;           // read whole per step
+  bool head_is_embedding = false;  // a tied head as stored: the same bytes
 
-  double total_bytes() const { return int4_bytes + dense_bytes; }
-  double DecodeStepBytes() const { return total_bytes() - (tied_head ? 0 : embedding_bytes); }
+  double total_bytes() const {
+    return int4_bytes + dense_bytes + embedding_bytes + (head_is_embedding ? 0 : head_bytes);
+  }
+  double DecodeStepBytes() const { return int4_bytes + dense_bytes + head_bytes; }
 };
 
 absl::StatusOr<WeightFootprint> MeasureWeightFootprint(const std::string& dir,

@@ -16,19 +16,19 @@ absl::StatusOr<Int4KernelWeight> Int4KernelWeight::Prepare(const PackedInt4Weigh
                                                  ") to be multiples of 8"));
   }
   if (activations == Int4Activations::kInt8) {
-    if (!kernels::cpu::CpuHasW4A8()) {
+    if (kernels::cpu::BestVnniGemmIsa() == kernels::cpu::VnniGemmIsa::kNone) {
       return absl::FailedPreconditionError(
-          "int8 activations need a CPU with AVX-512 VNNI; this one has none");
+          "int8 activations need a CPU with AVX2 or AVX-512 VNNI; this one has neither");
     }
-    if (grid.group_size % kernels::cpu::kW4A8ActivationBlock != 0) {
+    if (grid.group_size % kernels::cpu::kVnniActivationBlock != 0) {
       return absl::UnimplementedError(
           absl::StrCat("int8 activations need a group size that is a multiple of ",
-                       kernels::cpu::kW4A8ActivationBlock, ", not ", grid.group_size));
+                       kernels::cpu::kVnniActivationBlock, ", not ", grid.group_size));
     }
   }
   absl::StatusOr<Int4KernelWeight> prepared = PrepareExact(weight);
   if (!prepared.ok() || activations == Int4Activations::kExact) return prepared;
-  prepared->vnni_ = kernels::cpu::RepackForW4A8(prepared->Matrix());
+  prepared->vnni_ = kernels::cpu::RepackInt4ForVnni(prepared->Matrix());
   prepared->packed_ = {};
   prepared->scales_ = {};
   prepared->zero_points_ = {};
@@ -89,7 +89,7 @@ void Int4KernelWeight::Multiply(const float* x, int64_t batch, float* y,
     x = gathered.data();
   }
   if (vnni_.has_value()) {
-    kernels::cpu::W4A8Gemm(x, batch, *vnni_, y, pool);
+    kernels::cpu::VnniGemm(x, batch, *vnni_, y, pool);
   } else {
     kernels::cpu::W4A16Gemm(x, batch, Matrix(), y, pool, isa);
   }
@@ -99,7 +99,7 @@ std::vector<float> Int4KernelWeight::Dequantize() const {
   // The packed words are a plain (group-contiguous) pack-quantized weight in kernel column order;
   // so are the VNNI layout's nibbles, in their own places.
   const std::vector<float> in_kernel_order =
-      vnni_.has_value() ? DequantizeVnni()
+      vnni_.has_value() ? kernels::cpu::Dequantize(*vnni_)
                         : quant::Dequantize({.grid = {.rows = rows_,
                                                       .cols = cols_,
                                                       .group_size = group_size_,
@@ -118,27 +118,8 @@ std::vector<float> Int4KernelWeight::Dequantize() const {
   return dense;
 }
 
-std::vector<float> Int4KernelWeight::DequantizeVnni() const {
-  const kernels::cpu::Int4VnniMatrix& w = *vnni_;
-  const int64_t groups = cols_ / group_size_;
-  const int64_t chunks = cols_ / 8;
-  std::vector<float> dense(rows_ * cols_);
-  for (int64_t n = 0; n < rows_; ++n) {
-    const int64_t block = n / kernels::cpu::kW4A8RowBlock, r = n % kernels::cpu::kW4A8RowBlock;
-    for (int64_t k = 0; k < cols_; ++k) {
-      const uint8_t byte = w.nibbles[(block * chunks + k / 8) * 64 + 4 * r + k % 4];
-      const int nibble = k % 8 < 4 ? byte & 0xf : byte >> 4;
-      const int64_t at = (block * groups + k / group_size_) * kernels::cpu::kW4A8RowBlock + r;
-      dense[n * cols_ + k] = static_cast<float>(nibble) * w.scales[at] - w.offsets[at];
-    }
-  }
-  return dense;
-}
-
 int64_t Int4KernelWeight::ByteSize() const {
-  if (vnni_.has_value()) {
-    return vnni_->nibbles.size() + (vnni_->scales.size() + vnni_->offsets.size()) * sizeof(float);
-  }
+  if (vnni_.has_value()) return vnni_->ByteSize();
   return packed_.size() * sizeof(int32_t) + scales_.size() * sizeof(float) + zero_points_.size();
 }
 

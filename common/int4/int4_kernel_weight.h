@@ -1,7 +1,7 @@
 #pragma once
 // A PackedInt4Weight laid out for the fused CPU kernel of its activations' mode: for exact ones
 // (kernels/cpu/w4a16_gemm.h) the packed words keep the checkpoint's nibble order, scales are
-// float32, zero points int8 per group; for int8 ones (kernels/cpu/w4a8_gemm.h) the VNNI layout.
+// float32, zero points int8 per group; for int8 ones (kernels/cpu/vnni_gemm.h) the VNNI layout.
 // An act-order weight (group_index) is repacked once, at load, with its columns sorted by
 // group, so that every group is a contiguous run of group_size columns; each call then gathers
 // the activations into the same order (K values per row against N·K weights).
@@ -13,8 +13,8 @@
 #include "common/int4/int4_activations.h"
 #include "common/int4/packed_int4_weight.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/vnni_gemm.h"
 #include "kernels/cpu/w4a16_gemm.h"
-#include "kernels/cpu/w4a8_gemm.h"
 
 namespace specd::quant {
 
@@ -22,7 +22,7 @@ class Int4KernelWeight {
  public:
   // Needs cols and group_size to be multiples of 8 and, with a group index, exactly group_size
   // columns in every group (what GPTQ act-order writes); int8 activations also need a group size
-  // that is a multiple of 32 and a CPU with AVX-512 VNNI (FAILED_PRECONDITION without).
+  // that is a multiple of 32 and a CPU with AVX2 or AVX-512 VNNI (FAILED_PRECONDITION without).
   static absl::StatusOr<Int4KernelWeight> Prepare(
       const PackedInt4Weight& weight, Int4Activations activations = Int4Activations::kExact);
 
@@ -49,7 +49,6 @@ class Int4KernelWeight {
   // The packed words, scales and zero points for exact activations, sorted by group.
   static absl::StatusOr<Int4KernelWeight> PrepareExact(const PackedInt4Weight& weight);
   kernels::cpu::Int4Matrix Matrix() const;
-  std::vector<float> DequantizeVnni() const;
 
   int64_t rows_ = 0;
   int64_t cols_ = 0;
@@ -58,7 +57,7 @@ class Int4KernelWeight {
   std::vector<int32_t> packed_;
   std::vector<float> scales_;
   std::vector<int8_t> zero_points_;  // empty: symmetric
-  std::optional<kernels::cpu::Int4VnniMatrix> vnni_;
+  std::optional<kernels::cpu::VnniMatrix> vnni_;
   std::vector<int32_t> input_order_;  // kernel column j reads x column input_order_[j]; empty: j
 };
 

@@ -7,6 +7,12 @@
 
 namespace specd::model {
 
+// The LM head's weights: as the checkpoint stores them (exact), or rounded to 8 bits per row on
+// the row's absolute maximum and multiplied on int8 activations with integer dot products (AVX-512
+// VNNI, or AVX2) — half the bytes of a bf16 head per step, and far fewer instructions on a verify
+// block (kernels/cpu/vnni_gemm.h).
+enum class HeadWeights { kStored, kInt8 };
+
 struct ModelOptions {
   c10::Device device = c10::kCPU;
   // Activations and projection weights; float32 on CPU by default, bfloat16 on CUDA. Norm
@@ -17,8 +23,10 @@ struct ModelOptions {
   // loaded model lists them in parameters().
   bool trainable = false;
   // What W4A16 projections multiply on the CPU: exact float32 activations (the default), or int8
-  // ones (W4A8, AVX-512 VNNI; common/int4/int4_activations.h).
+  // ones (W4A8; common/int4/int4_activations.h).
   quant::Int4Activations int4_activations = quant::Int4Activations::kExact;
+  // The LM head's (a model that does not train, on a CPU); the input embedding stays as stored.
+  HeadWeights head = HeadWeights::kStored;
 };
 
 }  // namespace specd::model

@@ -52,12 +52,12 @@ absl::StatusOr<Qwen35Model> Qwen35Model::Load(const io::Qwen35TextConfig& config
     if (!reader.status().ok()) return reader.status();
     model.parameters_ = reader.parameters();
     if (config.tie_word_embeddings) {
-      model.head_ = TokenHead(embed_tokens, embed_tokens, options.dtype);
+      model.head_ = TokenHead(embed_tokens, embed_tokens, options);
     } else {
       absl::StatusOr<at::Tensor> lm_head =
           TokenHead::ReadUntiedHead(config, checkpoint, options, quantized, model.parameters_);
       if (!lm_head.ok()) return lm_head.status();
-      model.head_ = TokenHead(embed_tokens, *std::move(lm_head), options.dtype);
+      model.head_ = TokenHead(embed_tokens, *std::move(lm_head), options);
     }
     const auto rotary_dim = static_cast<int64_t>(config.head_dim * config.partial_rotary_factor);
     model.rotary_ = RotaryEmbedding(rotary_dim, config.rope_theta, options);

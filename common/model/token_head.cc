@@ -12,10 +12,28 @@
 
 namespace specd::model {
 
-TokenHead::TokenHead(at::Tensor embed_tokens, at::Tensor lm_head, c10::ScalarType activations)
+TokenHead::TokenHead(at::Tensor embed_tokens, at::Tensor lm_head, const ModelOptions& options)
     : embed_tokens_(std::move(embed_tokens)),
       lm_head_(std::move(lm_head)),
-      activations_(activations) {}
+      activations_(options.dtype) {
+  if (options.head == HeadWeights::kStored) return;
+  TORCH_CHECK(!options.trainable && options.device.is_cpu() && options.dtype == at::kFloat,
+              "an int8 LM head needs a float32 model on the CPU that does not train");
+  TORCH_CHECK(kernels::cpu::BestVnniGemmIsa() != kernels::cpu::VnniGemmIsa::kNone,
+              "an int8 LM head needs a CPU with AVX2 or AVX-512 VNNI");
+  TORCH_CHECK(lm_head_.size(1) % kernels::cpu::kVnniActivationBlock == 0,
+              "an int8 LM head needs a hidden size that is a multiple of ",
+              kernels::cpu::kVnniActivationBlock, ", not ", lm_head_.size(1));
+  const at::Tensor stored = lm_head_.contiguous();
+  TORCH_CHECK(stored.scalar_type() == at::kFloat || stored.scalar_type() == at::kBFloat16,
+              "an int8 LM head is made from a float32 or bf16 one, not ", stored.scalar_type());
+  int8_head_ = std::make_shared<const kernels::cpu::VnniMatrix>(
+      kernels::cpu::QuantizeRowsForVnni({.data = stored.data_ptr(),
+                                         .bf16 = stored.scalar_type() == at::kBFloat16,
+                                         .rows = stored.size(0),
+                                         .cols = stored.size(1)}));
+  if (!lm_head_.is_same(embed_tokens_)) lm_head_.reset();  // an untied head's stored copy goes
+}
 
 absl::StatusOr<TokenHead> TokenHead::Load(const std::filesystem::path& dir,
                                           const ModelOptions& options) {
@@ -28,7 +46,7 @@ absl::StatusOr<TokenHead> TokenHead::Load(const std::filesystem::path& dir,
     WeightReader reader(*checkpoint, text.tensor_prefix, options);
     at::Tensor embed = reader.Matrix("embed_tokens.weight", text.vocab_size, text.hidden_size);
     if (!reader.status().ok()) return reader.status();
-    if (text.tie_word_embeddings) return TokenHead(embed, embed, options.dtype);
+    if (text.tie_word_embeddings) return TokenHead(embed, embed, options);
     absl::StatusOr<QuantizedModuleMatcher> quantized =
         QuantizedModuleMatcher::FromConfig(config->quantization);
     if (!quantized.ok()) return quantized.status();
@@ -36,7 +54,7 @@ absl::StatusOr<TokenHead> TokenHead::Load(const std::filesystem::path& dir,
     absl::StatusOr<at::Tensor> head =
         ReadUntiedHead(text, *checkpoint, options, *quantized, parameters);
     if (!head.ok()) return head.status();
-    return TokenHead(std::move(embed), *std::move(head), options.dtype);
+    return TokenHead(std::move(embed), *std::move(head), options);
   } catch (const c10::Error& e) {
     return absl::InternalError(absl::StrCat("loading the embedding and head of ", dir.string(),
                                             ": ", e.what_without_backtrace()));
@@ -63,7 +81,12 @@ at::Tensor TokenHead::Embed(const at::Tensor& ids) const {
 }
 
 at::Tensor TokenHead::Head(const at::Tensor& hidden) const {
+  if (int8_head_ != nullptr) return ops::ProjectInt8(hidden, *int8_head_);
   return ops::Project(hidden, lm_head_).to(at::kFloat);
+}
+
+int64_t TokenHead::head_bytes() const {
+  return int8_head_ != nullptr ? int8_head_->ByteSize() : static_cast<int64_t>(lm_head_.nbytes());
 }
 
 }  // namespace specd::model

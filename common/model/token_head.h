@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <filesystem>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -13,6 +14,7 @@
 #include "common/model/model_options.h"
 #include "common/model/named_parameter.h"
 #include "common/model/quantized_module_matcher.h"
+#include "kernels/cpu/vnni_gemm.h"
 
 namespace specd::model {
 
@@ -20,8 +22,10 @@ class TokenHead {
  public:
   TokenHead() = default;
   // [vocab, hidden] each, as stored (bf16 on a float32 model too); a tied head is the embedding
-  // itself. Embeddings come out in `activations`, the model's dtype.
-  TokenHead(at::Tensor embed_tokens, at::Tensor lm_head, c10::ScalarType activations);
+  // itself. Embeddings come out in the model's dtype; `options.head` int8 rounds the head (not the
+  // embedding) to 8 bits per row, which needs a float32 model on a CPU with AVX2 or AVX-512 VNNI
+  // that does not train (a c10::Error otherwise).
+  TokenHead(at::Tensor embed_tokens, at::Tensor lm_head, const ModelOptions& options);
 
   // Reads only the embedding and the head of the Qwen3.5 checkpoint in `dir`.
   static absl::StatusOr<TokenHead> Load(const std::filesystem::path& dir,
@@ -41,11 +45,16 @@ class TokenHead {
   at::Tensor Head(const at::Tensor& hidden) const;
 
   const at::Tensor& embed_tokens() const { return embed_tokens_; }
+  // The head as stored; undefined when it is int8 and not tied to the embedding.
   const at::Tensor& lm_head() const { return lm_head_; }
+  // What one Head call reads of the head's weights.
+  int64_t head_bytes() const;
 
  private:
   at::Tensor embed_tokens_;
   at::Tensor lm_head_;
+  // options.head int8: the head's rows rounded to 8 bits, shared by copies of this head.
+  std::shared_ptr<const kernels::cpu::VnniMatrix> int8_head_;
   c10::ScalarType activations_ = c10::kFloat;
 };
 

@@ -42,8 +42,9 @@ void RecurrentGatedDeltaRule(const DeltaRuleShape& shape, const float* q, const 
   const auto [tokens, heads, key_dim, value_dim] = shape;
   pool.ParallelFor(heads, 1, [&](int64_t first, int64_t last) {
     std::vector<float> scratch(value_dim);
-    for (int64_t t = 0; t < tokens; ++t) {
-      for (int64_t h = first; h < last; ++h) {
+    // Head by head, so that a head's state (64 KiB at 128 × 128) stays in cache over the tokens.
+    for (int64_t h = first; h < last; ++h) {
+      for (int64_t t = 0; t < tokens; ++t) {
         const int64_t at = t * heads + h;
         HeadStep(key_dim, value_dim, q + at * key_dim, k + at * key_dim, v + at * value_dim, g[at],
                  beta[at], state + h * key_dim * value_dim, out + at * value_dim, scratch.data());

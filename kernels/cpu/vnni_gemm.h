@@ -1,43 +1,62 @@
 #pragma once
-// y = x · Wᵀ for an INT4 weight on int8-quantized activations (W4A8): AVX-512 VNNI multiplies 64
-// weight × activation byte pairs per instruction against the 16 of a float32 FMA, which is what a
+// y = x · Wᵀ for a weight of 4-bit (W4A8) or 8-bit (W8A8) codes on int8-quantized activations:
+// AVX-512 VNNI multiplies 64 weight × activation byte pairs per instruction against the 16 of a
+// float32 FMA, and AVX2 32 in two (maddubs, then a pairwise add to 32 bits), which is what a
 // verify block, batched decode or a prefill chunk needs (the exact W4A16 kernel is bound by its
 // FMAs from a few rows on). Not exact: activations are rounded per row and block of 32 columns to
 // int8 on the block's absolute maximum, as llama.cpp's Q8_0 does (tests state the error).
 //
-// Weight layout, prepared at load (RepackForW4A8): blocks of 16 output rows; per block and 8
-// columns, 64 bytes whose byte 4r + c holds row r's column c in its low nibble and column 4 + c
-// in its high one, so that a 32-bit lane carries one row's four consecutive columns and one
-// instruction advances 16 outputs over 4 columns, with no horizontal sum. Per block and group,
-// the 16 rows' scales s and offsets s · (8 + zero): a weight is (nibble − 8 − zero) · s.
+// Weight layout, prepared at load: blocks of 16 output rows, each a run of 64-byte chunks whose
+// 32-bit lane r holds row r's next four consecutive columns, so that one instruction advances 16
+// outputs over 4 columns with no horizontal sum. 4 bits (RepackInt4ForVnni): a chunk covers 8
+// columns, byte 4r + c holding column c in its low nibble and column 4 + c in its high one. 8 bits
+// (QuantizeRowsForVnni): a chunk covers 4 columns, byte 4r + c holding column c. Codes are
+// unsigned; per block and group, the 16 rows' scales s and offsets o make a weight code · s − o.
 #include <cstdint>
 #include <vector>
 
+#include "kernels/cpu/dense_gemm.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cpu/w4a16_gemm.h"
 
 namespace specd::kernels::cpu {
 
-inline constexpr int64_t kW4A8RowBlock = 16;
-inline constexpr int64_t kW4A8ActivationBlock = 32;  // columns per activation scale
+inline constexpr int64_t kVnniRowBlock = 16;
+inline constexpr int64_t kVnniActivationBlock = 32;  // columns per activation scale
 
-struct Int4VnniMatrix {
-  std::vector<uint8_t> nibbles;  // [row blocks][cols / 8][64]
-  std::vector<float> scales;     // [row blocks][groups][16]
-  std::vector<float> offsets;    // [row blocks][groups][16]
+struct VnniMatrix {
+  int bits = 4;                // 4 or 8 per code
+  std::vector<uint8_t> codes;  // [row blocks][cols · bits / 32][64]
+  std::vector<float> scales;   // [row blocks][groups][16]
+  std::vector<float> offsets;  // [row blocks][groups][16]
   int64_t rows = 0;
   int64_t cols = 0;
-  int64_t group_size = 0;  // a multiple of kW4A8ActivationBlock
+  int64_t group_size = 0;  // a multiple of kVnniActivationBlock
+
+  int64_t ByteSize() const {
+    return static_cast<int64_t>(codes.size() + (scales.size() + offsets.size()) * sizeof(float));
+  }
 };
 
-// Whether this CPU runs W4A8Gemm: AVX-512 F, BW and VNNI.
-bool CpuHasW4A8();
+// What runs VnniGemm: AVX-512 F + BW + VNNI, or AVX2 + FMA (the layout is the same).
+enum class VnniGemmIsa { kNone, kAvx2, kAvx512Vnni };
+// The best this CPU has; kNone: VnniGemm cannot run here.
+VnniGemmIsa BestVnniGemmIsa();
 
-// `w` in the layout above; rows past the last block's end are zeros.
-Int4VnniMatrix RepackForW4A8(const Int4Matrix& w);
+// `w` in the 4-bit layout above, a weight (nibble − 8 − zero) · s; rows past the last block's end
+// are zeros.
+VnniMatrix RepackInt4ForVnni(const Int4Matrix& w);
 
-// y [rows, w.rows] ≈ x [rows, w.cols] · Wᵀ, row-major float32. Needs CpuHasW4A8().
-void W4A8Gemm(const float* x, int64_t rows, const Int4VnniMatrix& w, float* y,
-              ThreadPool& pool = ThreadPool::Shared());
+// `w` rounded to 8 bits per row on the row's absolute maximum (one group of all columns), in the
+// 8-bit layout above: the optional int8 LM head. Needs cols a multiple of kVnniActivationBlock.
+VnniMatrix QuantizeRowsForVnni(const DenseMatrix& w, ThreadPool& pool = ThreadPool::Shared());
+
+// W [w.rows, w.cols] as float32, row-major: what VnniGemm multiplies by.
+std::vector<float> Dequantize(const VnniMatrix& w);
+
+// y [rows, w.rows] ≈ x [rows, w.cols] · Wᵀ, row-major float32, on `isa` (not kNone), which this
+// CPU must have.
+void VnniGemm(const float* x, int64_t rows, const VnniMatrix& w, float* y,
+              ThreadPool& pool = ThreadPool::Shared(), VnniGemmIsa isa = BestVnniGemmIsa());
 
 }  // namespace specd::kernels::cpu

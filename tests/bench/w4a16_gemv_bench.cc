@@ -1,7 +1,8 @@
-// W4A16 GEMV/GEMM against a float32 GEMM of the same shape (OpenBLAS sgemm) and the dense kernel
-// on a bf16 weight (what a bf16 checkpoint's unquantized matrices and head run) on the Qwen3.5-4B
-// linear shapes, next to the host copy bandwidth measured in the same process. A decode step
-// reads every weight once and ~2 GB of them never stay in cache, so each benchmark cycles
+// W4A16 GEMV/GEMM against a float32 GEMM of the same shape (OpenBLAS sgemm), the dense kernel on
+// a bf16 weight (what a bf16 checkpoint's unquantized matrices and head run), and the VNNI-layout
+// kernel on int8 activations with 4-bit (W4A8) and 8-bit (W8A8, the int8 head) weights, on the
+// Qwen3.5-4B linear shapes, next to the host copy bandwidth measured in the same process. A decode
+// step reads every weight once and ~2 GB of them never stay in cache, so each benchmark cycles
 // through weights spread over a buffer larger than the last-level cache: the numbers are DRAM
 // numbers, as in serving. Prints a summary with effective GB/s (weight + scale bytes / time)
 // and the speed-up over sgemm after the Google Benchmark output.
@@ -21,8 +22,8 @@
 #include "kernels/cpu/dense_gemm.h"
 #include "kernels/cpu/parallel_copy.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/vnni_gemm.h"
 #include "kernels/cpu/w4a16_gemm.h"
-#include "kernels/cpu/w4a8_gemm.h"
 
 extern "C" void openblas_set_num_threads(int threads);  // not in the netlib cblas.h
 
@@ -146,46 +147,56 @@ void BM_Sgemm(benchmark::State& state, LinearShape shape) {
   state.SetBytesProcessed(state.iterations() * shape.out * shape.in * 4);
 }
 
-// Repacked copies of `shape`'s arena slices for W4A8, made once per shape: as many as fill the
-// arena's size (so that cycling through them reads DRAM too), at most 96.
-const std::vector<Int4VnniMatrix>& W4A8Weights(const LinearShape& shape) {
-  static std::map<std::string, std::vector<Int4VnniMatrix>> made;
-  std::vector<Int4VnniMatrix>& weights = made[shape.name];
+// Copies of `shape`'s weights in the VNNI layout, made once per shape and width from arena slices
+// (INT4 words and scales repacked, or bf16 rows rounded to 8 bits): as many as fill the arena's
+// size (so that cycling through them reads DRAM too), at most 96.
+const std::vector<VnniMatrix>& VnniWeights(const LinearShape& shape, int bits) {
+  static std::map<std::string, std::vector<VnniMatrix>> made;
+  std::vector<VnniMatrix>& weights = made[shape.name + std::to_string(bits)];
   if (!weights.empty()) return weights;
   const int64_t packed_words = shape.out * shape.in / 8;
   const int64_t scales = shape.out * (shape.in / kGroupSize);
-  ColdSlices slices(packed_words + scales);
+  ColdSlices int4_slices(packed_words + scales);
+  ColdSlices bf16_slices(shape.out * shape.in / 2, Bf16Arena());
+  const int64_t bytes = bits == 4 ? packed_words * 4 : shape.out * shape.in;
   const auto copies =
-      std::clamp<int64_t>(static_cast<int64_t>(Arena().size_bytes()) / (packed_words * 4), 8, 96);
+      std::clamp<int64_t>(static_cast<int64_t>(Arena().size_bytes()) / bytes, 8, 96);
   for (int64_t i = 0; i < copies; ++i) {
-    const float* slice = slices.Next();
-    weights.push_back(RepackForW4A8({.packed = reinterpret_cast<const int32_t*>(slice),
-                                     .scales = slice + packed_words,
-                                     .rows = shape.out,
-                                     .cols = shape.in,
-                                     .group_size = kGroupSize}));
+    if (bits == 8) {
+      weights.push_back(QuantizeRowsForVnni(
+          {.data = bf16_slices.Next(), .bf16 = true, .rows = shape.out, .cols = shape.in}));
+      continue;
+    }
+    const float* slice = int4_slices.Next();
+    weights.push_back(RepackInt4ForVnni({.packed = reinterpret_cast<const int32_t*>(slice),
+                                         .scales = slice + packed_words,
+                                         .rows = shape.out,
+                                         .cols = shape.in,
+                                         .group_size = kGroupSize}));
   }
   return weights;
 }
 
-// The same weights in the W4A8 layout on int8 activations (the bytes counted are the packed ones).
-void BM_W4A8(benchmark::State& state, LinearShape shape) {
-  if (!CpuHasW4A8()) {
-    state.SkipWithError("no AVX-512 VNNI");
+// The same weights in the VNNI layout on int8 activations: 4-bit codes (W4A8; the bytes counted
+// are the packed ones) or bf16 weights rounded to 8 bits per row (W8A8, the int8 LM head).
+void BM_Vnni(benchmark::State& state, LinearShape shape, int bits) {
+  if (BestVnniGemmIsa() == VnniGemmIsa::kNone) {
+    state.SkipWithError("neither AVX2 nor AVX-512 VNNI");
     return;
   }
   const int64_t rows = state.range(0);
-  const int64_t packed_words = shape.out * shape.in / 8;
-  const int64_t scales = shape.out * (shape.in / kGroupSize);
-  const std::vector<Int4VnniMatrix>& weights = W4A8Weights(shape);
+  const std::vector<VnniMatrix>& weights = VnniWeights(shape, bits);
   const std::vector<float> x = Activations(rows, shape.in);
   std::vector<float> y(rows * shape.out);
   size_t next = 0;
   for (auto _ : state) {
-    W4A8Gemm(x.data(), rows, weights[next++ % weights.size()], y.data());
+    VnniGemm(x.data(), rows, weights[next++ % weights.size()], y.data());
     benchmark::DoNotOptimize(y.data());
   }
-  state.SetBytesProcessed(state.iterations() * (packed_words + scales) * 4);
+  const int64_t bytes = bits == 4
+                            ? (shape.out * shape.in / 8 + shape.out * (shape.in / kGroupSize)) * 4
+                            : weights.front().ByteSize();
+  state.SetBytesProcessed(state.iterations() * bytes);
 }
 
 void BM_DenseBf16(benchmark::State& state, LinearShape shape) {
@@ -234,9 +245,9 @@ class SummaryReporter : public benchmark::ConsoleReporter {
   void PrintSummary() const {
     const double copy = bytes_per_second_.count("HostCopy") ? bytes_per_second_.at("HostCopy") : 0;
     std::printf("\nhost copy (read side): %.1f GB/s\n", copy / 1e9);
-    std::printf("%-14s %3s %11s %11s %9s %11s %11s %9s %11s %11s %11s %11s\n", "shape", "M",
-                "w4a16 us", "sgemm us", "speed-up", "w4a16 GB/s", "sgemm GB/s", "of copy",
-                "bf16 us", "bf16 GB/s", "w4a8 us", "w4a8 GB/s");
+    std::printf("%-14s %3s %11s %11s %9s %11s %11s %9s %11s %11s %11s %11s %11s %11s\n", "shape",
+                "M", "w4a16 us", "sgemm us", "speed-up", "w4a16 GB/s", "sgemm GB/s", "of copy",
+                "bf16 us", "bf16 GB/s", "w4a8 us", "w4a8 GB/s", "w8a8 us", "w8a8 GB/s");
     for (const LinearShape& shape : kShapes) {
       for (int64_t rows : kRows) {
         const std::string suffix = std::string(shape.name) + "/" + std::to_string(rows);
@@ -252,12 +263,14 @@ class SummaryReporter : public benchmark::ConsoleReporter {
           return bytes_per_second_.count(name) ? bytes_per_second_.at(name) / 1e9 : 0.0;
         };
         const std::string bf16 = "DenseBf16/" + suffix, w4a8 = "W4A8/" + suffix;
+        const std::string w8a8 = "W8A8/" + suffix;
         std::printf(
-            "%-14s %3lld %11.1f %11.1f %8.2fx %11.1f %11.1f %8.0f%% %11.1f %11.1f %11.1f %11.1f\n",
+            "%-14s %3lld %11.1f %11.1f %8.2fx %11.1f %11.1f %8.0f%% %11.1f %11.1f %11.1f %11.1f "
+            "%11.1f %11.1f\n",
             shape.name, static_cast<long long>(rows), time_us(ours), time_us(theirs),
             seconds_.at(theirs) / seconds_.at(ours), gbps / 1e9, rate(theirs),
             copy > 0 ? 100.0 * gbps / copy : 0.0, time_us(bf16), rate(bf16), time_us(w4a8),
-            rate(w4a8));
+            rate(w4a8), time_us(w8a8), rate(w8a8));
       }
     }
   }
@@ -281,7 +294,11 @@ void RegisterAll() {
           ->Arg(rows)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
-      benchmark::RegisterBenchmark(("W4A8/" + std::string(shape.name)).c_str(), BM_W4A8, shape)
+      benchmark::RegisterBenchmark(("W4A8/" + std::string(shape.name)).c_str(), BM_Vnni, shape, 4)
+          ->Arg(rows)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(("W8A8/" + std::string(shape.name)).c_str(), BM_Vnni, shape, 8)
           ->Arg(rows)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);

@@ -5,13 +5,18 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <initializer_list>
+#include <optional>
+#include <utility>
 #include <vector>
 
+#include "kernels/cpu/attention.h"
 #include "kernels/cpu/available_cpus.h"
 #include "kernels/cpu/dense_gemm.h"
 #include "kernels/cpu/gated_delta_rule.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/vnni_gemm.h"
 
 namespace specd::model::ops {
 namespace {
@@ -64,12 +69,79 @@ at::Tensor ProjectInt4(const at::Tensor& x, const quant::Int4KernelWeight& weigh
   return y.to(x.scalar_type());
 }
 
-at::Tensor RecurrentGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                   const at::Tensor& g, const at::Tensor& beta,
-                                   const at::Tensor& initial_state, at::Tensor& final_state) {
+// The VNNI-layout kernel on float32 activations (rounded to int8 inside it), where the CPU runs it.
+at::Tensor ProjectInt8(const at::Tensor& x, const kernels::cpu::VnniMatrix& weight) {
+  if (!KernelsTake({&x}) || kernels::cpu::BestVnniGemmIsa() == kernels::cpu::VnniGemmIsa::kNone) {
+    return ReferenceOps().project_int8(x, weight);
+  }
+  TORCH_CHECK(x.size(-1) == weight.cols, "int8 projection expects ", weight.cols,
+              " input features, got ", x.size(-1));
+  const at::Tensor input = x.contiguous();
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = weight.rows;
+  at::Tensor y = at::empty(shape, input.options());
+  kernels::cpu::VnniGemm(input.data_ptr<float>(), input.numel() / weight.cols, weight,
+                         y.data_ptr<float>());
+  return y;
+}
+
+// The keys each query sees, as runs; empty when a mask rules (not a run) or some query sees none.
+std::vector<kernels::cpu::KeyRange> KeyRanges(const Visibility& visibility, int64_t queries,
+                                              int64_t keys) {
+  using Rule = Visibility::Rule;
+  if (visibility.rule == Rule::kMask) return {};
+  std::vector<kernels::cpu::KeyRange> ranges(queries, {.begin = 0, .end = keys});
+  for (int64_t i = 0; i < queries; ++i) {
+    const int64_t position = visibility.query_start + i - visibility.key_start;
+    kernels::cpu::KeyRange& range = ranges[i];
+    if (visibility.rule == Rule::kCausal) range.end = std::min(keys, position + 1);
+    if (visibility.rule == Rule::kWindow) {
+      range.begin = std::max<int64_t>(0, position - visibility.window + 1);
+      range.end = std::min(keys, position + visibility.window);
+    }
+    if (range.begin >= range.end) return {};
+  }
+  return ranges;
+}
+
+// The fused kernel (no score tensor) for every visibility but a mask; K and V may be a cache's
+// views, rows of head_dim contiguous, heads a capacity apart.
+at::Tensor Attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                     const Visibility& visibility) {
+  const kernels::cpu::AttentionShape shape{.queries = q.size(0),
+                                           .heads = q.size(1),
+                                           .kv_heads = k.size(0),
+                                           .head_dim = q.size(2),
+                                           .kv_head_stride = k.stride(0)};
+  const auto rows_contiguous = [&](const at::Tensor& t) {
+    return t.stride(2) == 1 && t.stride(1) == shape.head_dim && t.stride(0) == shape.kv_head_stride;
+  };
+  const std::vector<kernels::cpu::KeyRange> ranges =
+      KernelsTake({&q, &k, &v}) ? KeyRanges(visibility, shape.queries, k.size(1))
+                                : std::vector<kernels::cpu::KeyRange>{};
+  if (ranges.empty() || shape.queries == 0 || !rows_contiguous(k) || !rows_contiguous(v) ||
+      k.sizes() != v.sizes() || k.size(2) != shape.head_dim ||
+      !kernels::cpu::AttentionTakes(shape)) {
+    return ReferenceOps().attention(q, k, v, visibility);
+  }
+  const at::Tensor qc = q.contiguous();
+  at::Tensor out = at::empty({shape.queries, shape.heads, shape.head_dim}, q.options());
+  kernels::cpu::Attention(shape, qc.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),
+                          ranges.data(), out.data_ptr<float>());
+  return out;
+}
+
+// Whether the delta-rule kernel takes these inputs (float32, no gradient, a contiguous state to
+// write), and if so its result: the recurrence token by token, which is also the chunked form's
+// function. So on a CPU a verify block, a prefill chunk, the replay after a rollback and a decode
+// step make the same arithmetic per token.
+std::optional<at::Tensor> DeltaRuleKernel(const at::Tensor& q, const at::Tensor& k,
+                                          const at::Tensor& v, const at::Tensor& g,
+                                          const at::Tensor& beta, const at::Tensor& initial_state,
+                                          at::Tensor& final_state) {
   if (!KernelsTake({&q, &k, &v, &g, &beta, &initial_state, &final_state}) ||
       !final_state.is_contiguous()) {
-    return ReferenceOps().recurrent_gated_delta_rule(q, k, v, g, beta, initial_state, final_state);
+    return std::nullopt;
   }
   const kernels::cpu::DeltaRuleShape shape{
       .tokens = q.size(0), .heads = q.size(1), .key_dim = q.size(2), .value_dim = v.size(2)};
@@ -78,7 +150,7 @@ at::Tensor RecurrentGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, con
           g.sizes() == at::IntArrayRef({shape.tokens, shape.heads}) && beta.sizes() == g.sizes() &&
           final_state.sizes() == at::IntArrayRef({shape.heads, shape.key_dim, shape.value_dim}) &&
           initial_state.sizes() == final_state.sizes(),
-      "RecurrentGatedDeltaRule: inconsistent shapes");
+      "GatedDeltaRule: inconsistent shapes");
   if (!initial_state.is_same(final_state)) final_state.copy_(initial_state);
   const at::Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
   const at::Tensor gc = g.contiguous(), bc = beta.contiguous();
@@ -87,6 +159,28 @@ at::Tensor RecurrentGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, con
       shape, qc.data_ptr<float>(), kc.data_ptr<float>(), vc.data_ptr<float>(), gc.data_ptr<float>(),
       bc.data_ptr<float>(), final_state.data_ptr<float>(), out.data_ptr<float>());
   return out;
+}
+
+at::Tensor RecurrentGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                   const at::Tensor& g, const at::Tensor& beta,
+                                   const at::Tensor& initial_state, at::Tensor& final_state) {
+  if (std::optional<at::Tensor> out =
+          DeltaRuleKernel(q, k, v, g, beta, initial_state, final_state)) {
+    return *std::move(out);
+  }
+  return ReferenceOps().recurrent_gated_delta_rule(q, k, v, g, beta, initial_state, final_state);
+}
+
+at::Tensor ChunkedGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                 const at::Tensor& g, const at::Tensor& beta,
+                                 const at::Tensor& initial_state, at::Tensor& final_state,
+                                 int64_t chunk_size) {
+  if (std::optional<at::Tensor> out =
+          DeltaRuleKernel(q, k, v, g, beta, initial_state, final_state)) {
+    return *std::move(out);
+  }
+  return ReferenceOps().chunked_gated_delta_rule(q, k, v, g, beta, initial_state, final_state,
+                                                 chunk_size);
 }
 
 }  // namespace kernels_cpu
@@ -98,7 +192,10 @@ const Backend& CpuBackend() {
       .device = c10::DeviceType::CPU,
       .ops = {.project = &kernels_cpu::Project,
               .project_int4 = &kernels_cpu::ProjectInt4,
-              .recurrent_gated_delta_rule = &kernels_cpu::RecurrentGatedDeltaRule}};
+              .project_int8 = &kernels_cpu::ProjectInt8,
+              .recurrent_gated_delta_rule = &kernels_cpu::RecurrentGatedDeltaRule,
+              .chunked_gated_delta_rule = &kernels_cpu::ChunkedGatedDeltaRule,
+              .attention = &kernels_cpu::Attention}};
   return backend;
 }
 

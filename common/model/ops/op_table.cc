@@ -18,6 +18,7 @@ OpTable Merged(const OpTable& backend) {
   };
   take(merged.project, backend.project);
   take(merged.project_int4, backend.project_int4);
+  take(merged.project_int8, backend.project_int8);
   take(merged.recurrent_gated_delta_rule, backend.recurrent_gated_delta_rule);
   take(merged.chunked_gated_delta_rule, backend.chunked_gated_delta_rule);
   take(merged.attention, backend.attention);

@@ -13,6 +13,10 @@ at::Tensor ProjectInt4(const at::Tensor& x, const quant::Int4KernelWeight& weigh
   return OpsFor(x.device().type()).project_int4(x, weight);
 }
 
+at::Tensor ProjectInt8(const at::Tensor& x, const kernels::cpu::VnniMatrix& weight) {
+  return OpsFor(x.device().type()).project_int8(x, weight);
+}
+
 at::Tensor RecurrentGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                    const at::Tensor& g, const at::Tensor& beta,
                                    const at::Tensor& initial_state, at::Tensor& final_state) {

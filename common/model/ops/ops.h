@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "common/int4/int4_kernel_weight.h"
+#include "kernels/cpu/vnni_gemm.h"
 
 namespace specd::model::ops {
 
@@ -22,6 +23,9 @@ at::Tensor Project(const at::Tensor& x, const at::Tensor& weight);
 // y = x Wᵀ for a W4A16 weight (INT4 codes with group scales, laid out at load): x [..., in] →
 // [..., out] in x's dtype.
 at::Tensor ProjectInt4(const at::Tensor& x, const quant::Int4KernelWeight& weight);
+// y = x Wᵀ for a weight rounded to 8 bits per row (the optional int8 LM head), in the layout the
+// CPU's VNNI kernel reads (kernels/cpu/vnni_gemm.h): x [..., in] float32 → [..., out] float32.
+at::Tensor ProjectInt8(const at::Tensor& x, const kernels::cpu::VnniMatrix& weight);
 
 // The gated delta rule, the recurrence at the heart of Gated DeltaNet, per value head:
 //   S_t = exp(g_t) · (I − β_t k_t k_tᵀ) · S_{t−1} + β_t k_t v_tᵀ,    o_t = S_tᵀ q_t

@@ -35,6 +35,15 @@ at::Tensor ProjectInt4(const at::Tensor& x, const quant::Int4KernelWeight& weigh
   return at::linear(x.to(at::kFloat), w).to(x.scalar_type());
 }
 
+at::Tensor ProjectInt8(const at::Tensor& x, const kernels::cpu::VnniMatrix& weight) {
+  TORCH_CHECK(x.size(-1) == weight.cols, "int8 projection expects ", weight.cols,
+              " input features, got ", x.size(-1));
+  std::vector<float> dense = kernels::cpu::Dequantize(weight);
+  const at::Tensor w = at::from_blob(dense.data(), {weight.rows, weight.cols}, at::kFloat)
+                           .to(x.device(), /*non_blocking=*/false, /*copy=*/true);
+  return at::linear(x.to(at::kFloat), w);
+}
+
 at::Tensor RecurrentGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                    const at::Tensor& g, const at::Tensor& beta,
                                    const at::Tensor& initial_state, at::Tensor& final_state) {
@@ -202,6 +211,7 @@ at::Tensor CausalConv1d(const at::Tensor& x, const at::Tensor& weight, const at:
 const OpTable& ReferenceOps() {
   static const OpTable table{.project = &composition::Project,
                              .project_int4 = &composition::ProjectInt4,
+                             .project_int8 = &composition::ProjectInt8,
                              .recurrent_gated_delta_rule = &composition::RecurrentGatedDeltaRule,
                              .chunked_gated_delta_rule = &composition::ChunkedGatedDeltaRule,
                              .attention = &composition::Attention,

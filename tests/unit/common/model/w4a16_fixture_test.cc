@@ -21,7 +21,7 @@
 #include "common/model/qwen35_model.h"
 #include "common/model/weight_reader.h"
 #include "gtest/gtest.h"
-#include "kernels/cpu/w4a8_gemm.h"
+#include "kernels/cpu/vnni_gemm.h"
 #include "tests/support/paths.h"
 #include "tests/support/temp_dir.h"
 #include "tests/unit/common/model/tensor_matchers.h"
@@ -98,7 +98,9 @@ TEST_F(W4A16FixtureTest, GreedyContinuationMatchesTransformers) {
 // Gaussian activations). The check is that it stays there; the op's own error on random data is
 // BackendOpsTest.Int4ProjectionOnInt8Activations's.
 TEST_F(W4A16FixtureTest, Int8ActivationsKeepMostPredictions) {
-  if (!kernels::cpu::CpuHasW4A8()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  if (kernels::cpu::BestVnniGemmIsa() == kernels::cpu::VnniGemmIsa::kNone) {
+    GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512 VNNI";
+  }
   absl::StatusOr<Qwen35Model> int8 =
       Qwen35Model::Load(FixtureDir(), {.int4_activations = quant::Int4Activations::kInt8});
   ASSERT_TRUE(int8.ok()) << int8.status();

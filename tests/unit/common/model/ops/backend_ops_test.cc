@@ -13,7 +13,7 @@
 
 #include "common/model/ops/op_table.h"
 #include "gtest/gtest.h"
-#include "kernels/cpu/w4a8_gemm.h"
+#include "kernels/cpu/vnni_gemm.h"
 #include "tests/unit/common/int4/random_int4_weight.h"
 
 namespace specd::model::ops {
@@ -140,7 +140,9 @@ TEST(BackendOpsTest, Int4Projection) {
 // projection. The error is the rounding's: about 0.3 % of the largest output on the 4B shapes,
 // up to 1.3 % where a few outputs make the largest one small (seen over unseeded runs).
 TEST(BackendOpsTest, Int4ProjectionOnInt8Activations) {
-  if (!kernels::cpu::CpuHasW4A8()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  if (kernels::cpu::BestVnniGemmIsa() == kernels::cpu::VnniGemmIsa::kNone) {
+    GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512 VNNI";
+  }
   std::mt19937 rng(19);
   for (const Int4Case& c : Int4Cases()) {
     SCOPED_TRACE(::testing::Message() << c.rows << "×" << c.layout.cols << " → " << c.layout.rows
@@ -162,6 +164,43 @@ TEST(BackendOpsTest, Int4ProjectionOnInt8Activations) {
     EXPECT_TRUE(Close(OpsFor(c10::DeviceType::CPU).project_int4(x, *int8),
                       ReferenceOps().project_int4(x, *exact), 2e-2));
   }
+}
+
+// The int8 LM head: rows rounded to 8 bits on their absolute maximum hold the weight to half a
+// step (1/254 of the row's largest), and the kernel's only other error is the int8 activations'.
+TEST(BackendOpsTest, Int8Projection) {
+  struct Shape {
+    int64_t rows, in, out;
+  };
+  // Ragged row blocks and x-row tiles; a slice of the 4B head at decode, verify block and batch.
+  const std::vector<Shape> shapes = {
+      {1, 64, 37}, {3, 96, 20}, {1, kHidden, 4096}, {16, kHidden, 4100}, {64, kHidden, 512}};
+  ForEachBackend(&OpTable::project_int8, [&](const Backend& backend) {
+    for (const Shape& shape : shapes) {
+      for (const at::ScalarType stored : {at::kFloat, at::kBFloat16}) {
+        SCOPED_TRACE(::testing::Message() << shape.rows << "×" << shape.in << " → " << shape.out
+                                          << " " << at::toString(stored));
+        at::manual_seed(shape.in * 13 + shape.out);
+        const at::Tensor weight = at::randn({shape.out, shape.in}).to(stored);
+        const kernels::cpu::VnniMatrix int8 =
+            kernels::cpu::QuantizeRowsForVnni({.data = weight.data_ptr(),
+                                               .bf16 = stored == at::kBFloat16,
+                                               .rows = shape.out,
+                                               .cols = shape.in});
+        std::vector<float> held = kernels::cpu::Dequantize(int8);
+        const at::Tensor dense = weight.to(at::kFloat);
+        const at::Tensor step = dense.abs().amax(1, /*keepdim=*/true) / 127;
+        EXPECT_TRUE((at::from_blob(held.data(), {shape.out, shape.in}) - dense)
+                        .abs()
+                        .le(step * 0.501)
+                        .all()
+                        .item<bool>());
+        const at::Tensor x = at::randn({shape.rows, shape.in});
+        EXPECT_TRUE(Close(backend.ops.project_int8(On(x, backend), int8),
+                          ReferenceOps().project_int8(x, int8), 2e-2));
+      }
+    }
+  });
 }
 
 struct DeltaRuleInputs {
@@ -236,6 +275,8 @@ TEST(BackendOpsTest, Attention) {
       {"target decode", 1, kHeads, kKvHeads, kHeadDim, 2048, Visibility::Causal(2047)},
       {"target verify block", 16, kHeads, kKvHeads, kHeadDim, 2064, Visibility::Causal(2048)},
       {"target prefill", 64, kHeads, kKvHeads, kHeadDim, 64, Visibility::Causal(0)},
+      {"target prefill chunk over a cache", 37, kHeads, kKvHeads, kHeadDim, 1061,
+       Visibility::Causal(1024)},
       {"drafter block", 16, kDraftHeads, kDraftKvHeads, kDraftHeadDim, 2064, Visibility::All()},
       {"drafter window", 16, kDraftHeads, kDraftKvHeads, kDraftHeadDim, 527,
        Visibility::Window(2048, 1537, 512)},
@@ -248,8 +289,9 @@ TEST(BackendOpsTest, Attention) {
       SCOPED_TRACE(c.what);
       at::manual_seed(c.keys);
       const at::Tensor q = at::randn({c.queries, c.heads, c.head_dim});
-      const at::Tensor k = at::randn({c.kv_heads, c.keys, c.head_dim});
-      const at::Tensor v = at::randn({c.kv_heads, c.keys, c.head_dim});
+      // Keys and values as a cache holds them: the first `keys` rows of a longer buffer.
+      const at::Tensor k = at::randn({c.kv_heads, c.keys + 5, c.head_dim}).narrow(1, 0, c.keys);
+      const at::Tensor v = at::randn({c.kv_heads, c.keys + 5, c.head_dim}).narrow(1, 0, c.keys);
       Visibility on_device = c.visibility;
       if (on_device.mask.defined()) on_device.mask = On(on_device.mask, backend);
       EXPECT_TRUE(

@@ -1,0 +1,27 @@
+#pragma once
+// The per-ISA bodies behind VnniGemm, each computing row blocks [begin, end) of y for every x row,
+// and the int8 activations they share.
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/vnni_gemm.h"
+
+namespace specd::kernels::cpu::internal {
+
+// x rounded to int8 per row and block of 32 columns: x ≈ scale · q.
+struct QuantizedRows {
+  std::vector<int8_t> q;      // [rows, cols]
+  std::vector<float> scales;  // [rows, cols / 32]
+  std::vector<float> sums;    // [rows, groups]: Σ over the group's blocks of scale · Σ q
+};
+
+// For codes of kBits (4 or 8) bits. Needs AVX-512 F, BW and VNNI at run time.
+template <int kBits>
+void VnniRowBlocksAvx512(const QuantizedRows& x, int64_t rows, const VnniMatrix& w, int64_t begin,
+                         int64_t end, float* y);
+// Needs AVX2 and FMA at run time.
+template <int kBits>
+void VnniRowBlocksAvx2(const QuantizedRows& x, int64_t rows, const VnniMatrix& w, int64_t begin,
+                       int64_t end, float* y);
+
+}  // namespace specd::kernels::cpu::internal

@@ -1,0 +1,154 @@
+#include "kernels/cpu/vnni_gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace specd::kernels::cpu {
+namespace {
+
+std::vector<VnniGemmIsa> IsasThisCpuRuns() {
+  std::vector<VnniGemmIsa> isas;
+  if (BestVnniGemmIsa() != VnniGemmIsa::kNone) isas.push_back(VnniGemmIsa::kAvx2);
+  if (BestVnniGemmIsa() == VnniGemmIsa::kAvx512Vnni) isas.push_back(VnniGemmIsa::kAvx512Vnni);
+  return isas;
+}
+
+// x rounded as the kernel defines it: per row and block of 32 columns, to the nearest multiple of
+// the block's absolute maximum / 127.
+std::vector<double> RoundedActivations(const std::vector<float>& x) {
+  std::vector<double> rounded(x.size());
+  for (size_t block = 0; block < x.size(); block += kVnniActivationBlock) {
+    float amax = 0;
+    for (int64_t k = 0; k < kVnniActivationBlock; ++k)
+      amax = std::max(amax, std::fabs(x[block + k]));
+    const float scale = amax / 127.0f;
+    for (int64_t k = 0; k < kVnniActivationBlock; ++k) {
+      const float q = scale == 0 ? 0.0f : std::nearbyint(x[block + k] * (1.0f / scale));
+      rounded[block + k] = static_cast<double>(q) * scale;
+    }
+  }
+  return rounded;
+}
+
+// y = x̃ Wᵀ in double, from the rounded activations and the weights the layout holds: what the
+// kernel computes up to float32 summation.
+std::vector<double> Expected(const std::vector<float>& x, int64_t rows, const VnniMatrix& w) {
+  const std::vector<double> rounded = RoundedActivations(x);
+  const std::vector<float> dense = Dequantize(w);
+  std::vector<double> y(rows * w.rows, 0.0);
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t n = 0; n < w.rows; ++n) {
+      for (int64_t k = 0; k < w.cols; ++k) {
+        y[m * w.rows + n] += rounded[m * w.cols + k] * dense[n * w.cols + k];
+      }
+    }
+  }
+  return y;
+}
+
+std::vector<float> Normal(int64_t count, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> values(count);
+  for (float& v : values) v = normal(rng);
+  return values;
+}
+
+// Every ISA against the definition, to float32 summation's error.
+void ExpectEveryIsaComputes(const VnniMatrix& w, int64_t rows, std::mt19937& rng) {
+  const std::vector<float> x = Normal(rows * w.cols, rng);
+  const std::vector<double> expected = Expected(x, rows, w);
+  double largest = 1e-30;
+  for (double v : expected) largest = std::max(largest, std::fabs(v));
+  for (const VnniGemmIsa isa : IsasThisCpuRuns()) {
+    SCOPED_TRACE(isa == VnniGemmIsa::kAvx2 ? "avx2" : "avx512 vnni");
+    std::vector<float> y(rows * w.rows, -1.0f);
+    VnniGemm(x.data(), rows, w, y.data(), ThreadPool::Shared(), isa);
+    double error = 0;
+    for (size_t i = 0; i < y.size(); ++i) error = std::max(error, std::fabs(y[i] - expected[i]));
+    EXPECT_LE(error, 1e-5 * largest);
+  }
+}
+
+struct Shape {
+  int64_t x_rows, rows, cols, group_size;
+};
+
+// Ragged row blocks (and half blocks), x-row tiles of 1 to 4 and a ragged fifth, several groups.
+const std::vector<Shape> kShapes = {
+    {1, 37, 64, 64}, {1, 64, 256, 128}, {2, 23, 128, 32}, {5, 40, 256, 64}, {16, 16, 512, 128}};
+
+TEST(VnniGemmTest, FourBitCodesOnInt8Activations) {
+  if (IsasThisCpuRuns().empty()) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512 VNNI";
+  std::mt19937 rng(5);
+  for (const Shape& shape : kShapes) {
+    for (const bool symmetric : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << shape.x_rows << " × " << shape.cols << " → "
+                                        << shape.rows << (symmetric ? "" : ", zero points"));
+      const int64_t groups = shape.cols / shape.group_size;
+      std::vector<int32_t> packed(shape.rows * shape.cols / 8);
+      for (int32_t& word : packed) word = static_cast<int32_t>(rng());
+      std::vector<float> scales(shape.rows * groups);
+      std::uniform_real_distribution<float> scale(1e-3f, 1e-1f);
+      for (float& s : scales) s = scale(rng);
+      std::vector<int8_t> zeros(scales.size());
+      for (int8_t& zero : zeros) zero = static_cast<int8_t>(static_cast<int>(rng() % 16) - 8);
+      ExpectEveryIsaComputes(RepackInt4ForVnni({.packed = packed.data(),
+                                                .scales = scales.data(),
+                                                .zero_points = symmetric ? nullptr : zeros.data(),
+                                                .rows = shape.rows,
+                                                .cols = shape.cols,
+                                                .group_size = shape.group_size}),
+                             shape.x_rows, rng);
+    }
+  }
+}
+
+TEST(VnniGemmTest, EightBitRowsOnInt8Activations) {
+  if (IsasThisCpuRuns().empty()) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512 VNNI";
+  std::mt19937 rng(7);
+  for (const Shape& shape : kShapes) {
+    SCOPED_TRACE(::testing::Message()
+                 << shape.x_rows << " × " << shape.cols << " → " << shape.rows);
+    // Rows of very different magnitudes, each on its own scale.
+    std::vector<float> weight = Normal(shape.rows * shape.cols, rng);
+    for (int64_t n = 0; n < shape.rows; ++n) {
+      for (int64_t k = 0; k < shape.cols; ++k)
+        weight[n * shape.cols + k] *= std::ldexp(1.0f, n % 7);
+    }
+    const VnniMatrix w = QuantizeRowsForVnni(
+        {.data = weight.data(), .bf16 = false, .rows = shape.rows, .cols = shape.cols});
+    EXPECT_EQ(w.bits, 8);
+    ExpectEveryIsaComputes(w, shape.x_rows, rng);
+  }
+}
+
+// The 8-bit codes hold each weight to half a step of its row's absolute maximum / 127, and the
+// extreme codes (±127, i.e. 1 and 255 unsigned) survive every ISA's sign handling.
+TEST(VnniGemmTest, EightBitRowsHoldTheWeightToHalfAStep) {
+  std::mt19937 rng(11);
+  std::vector<float> weight = Normal(20 * 64, rng);
+  weight[3] = 50.0f;
+  weight[64 + 5] = -50.0f;
+  const VnniMatrix w =
+      QuantizeRowsForVnni({.data = weight.data(), .bf16 = false, .rows = 20, .cols = 64});
+  const std::vector<float> held = Dequantize(w);
+  for (int64_t n = 0; n < 20; ++n) {
+    float amax = 0;
+    for (int64_t k = 0; k < 64; ++k) amax = std::max(amax, std::fabs(weight[n * 64 + k]));
+    for (int64_t k = 0; k < 64; ++k) {
+      EXPECT_NEAR(held[n * 64 + k], weight[n * 64 + k], amax / 127 * 0.501) << n << ", " << k;
+    }
+  }
+  EXPECT_FLOAT_EQ(held[3], 50.0f);
+  EXPECT_FLOAT_EQ(held[64 + 5], -50.0f);
+  if (IsasThisCpuRuns().empty()) return;
+  ExpectEveryIsaComputes(w, 3, rng);
+}
+
+}  // namespace
+}  // namespace specd::kernels::cpu
