@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
+#include "kernels/cpu/dense_gemm_internal.h"
 #include "kernels/cpu/vnni_gemm_internal.h"
 
 namespace specd::kernels::cpu {
@@ -92,13 +92,10 @@ VnniMatrix QuantizeRowsForVnni(const DenseMatrix& w, ThreadPool& pool) {
   out.codes.assign(blocks * w.cols * kVnniRowBlock, 0);
   out.scales.assign(blocks * kVnniRowBlock, 0.0f);
   out.offsets.assign(blocks * kVnniRowBlock, 0.0f);
+  const int64_t row_bytes = w.cols * (w.bf16 ? 2 : 4);
   const auto element = [&](int64_t n, int64_t k) {
-    const int64_t at = n * w.cols + k;
-    if (!w.bf16) return static_cast<const float*>(w.data)[at];
-    const uint32_t bits = static_cast<uint32_t>(static_cast<const uint16_t*>(w.data)[at]) << 16;
-    float value;
-    std::memcpy(&value, &bits, sizeof(value));
-    return value;
+    const void* row = static_cast<const char*>(w.data) + n * row_bytes;
+    return w.bf16 ? internal::WeightAt<true>(row, k) : internal::WeightAt<false>(row, k);
   };
   pool.ParallelFor(blocks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t n = begin * kVnniRowBlock; n < std::min(end * kVnniRowBlock, w.rows); ++n) {
