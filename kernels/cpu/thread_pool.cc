@@ -45,6 +45,10 @@ void ThreadPool::ParallelFor(int64_t count, int64_t align,
                              const std::function<void(int64_t, int64_t)>& range) {
   const int64_t parts = size();
   const int64_t per_part = (count + parts * align - 1) / (parts * align) * align;
+  if (per_part >= count) {  // one run: no workers to wake
+    if (count > 0) range(0, count);
+    return;
+  }
   Run([&](int part) {
     const int64_t begin = std::min(count, part * per_part);
     const int64_t end = std::min(count, begin + per_part);

@@ -11,30 +11,15 @@ namespace {
 
 using internal::QuantizedRows;
 
-void Quantize(const float* x, int64_t rows, int64_t cols, int64_t group_size, QuantizedRows& out) {
-  const int64_t blocks = cols / kVnniActivationBlock;
-  const int64_t groups = cols / group_size;
+// x rounded per row, the rows split over the pool.
+void Quantize(const float* x, int64_t rows, int64_t cols, int64_t group_size, QuantizedRows& out,
+              ThreadPool& pool) {
   out.q.resize(rows * cols);
-  out.scales.resize(rows * blocks);
-  out.sums.assign(rows * groups, 0.0f);
-  for (int64_t m = 0; m < rows; ++m) {
-    for (int64_t b = 0; b < blocks; ++b) {
-      const float* in = x + m * cols + b * kVnniActivationBlock;
-      int8_t* q = out.q.data() + m * cols + b * kVnniActivationBlock;
-      float amax = 0;
-      for (int64_t k = 0; k < kVnniActivationBlock; ++k) amax = std::max(amax, std::fabs(in[k]));
-      const float scale = amax / 127.0f;
-      const float inverse = scale == 0 ? 0.0f : 1.0f / scale;
-      int32_t sum = 0;
-      for (int64_t k = 0; k < kVnniActivationBlock; ++k) {
-        q[k] = static_cast<int8_t>(std::clamp(std::nearbyint(in[k] * inverse), -127.0f, 127.0f));
-        sum += q[k];
-      }
-      out.scales[m * blocks + b] = scale;
-      out.sums[m * groups + b * kVnniActivationBlock / group_size] +=
-          scale * static_cast<float>(sum);
-    }
-  }
+  out.scales.resize(rows * cols / kVnniActivationBlock);
+  out.sums.resize(rows * cols / group_size);
+  pool.ParallelFor(rows, 1, [&](int64_t begin, int64_t end) {
+    internal::QuantizeRowsAvx2(x, cols, group_size, begin, end, out);
+  });
 }
 
 }  // namespace
@@ -135,7 +120,7 @@ std::vector<float> Dequantize(const VnniMatrix& w) {
 void VnniGemm(const float* x, int64_t rows, const VnniMatrix& w, float* y, ThreadPool& pool,
               VnniGemmIsa isa) {
   thread_local QuantizedRows quantized;
-  Quantize(x, rows, w.cols, w.group_size, quantized);
+  Quantize(x, rows, w.cols, w.group_size, quantized, pool);
   const QuantizedRows& xq = quantized;
   const int64_t blocks = (w.rows + kVnniRowBlock - 1) / kVnniRowBlock;
   const bool wide = w.bits == 8;

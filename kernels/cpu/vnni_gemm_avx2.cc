@@ -182,6 +182,52 @@ SPECD_AVX2 void VnniRowBlocksAvx2(const QuantizedRows& x, int64_t rows, const Vn
   for (; b < end; ++b) ForEachRowTile<1>(rows, b, body);
 }
 
+SPECD_AVX2 void QuantizeRowsAvx2(const float* x, int64_t cols, int64_t group_size, int64_t begin,
+                                 int64_t end, QuantizedRows& out) {
+  const int64_t blocks = cols / kVnniActivationBlock;
+  const int64_t groups = cols / group_size;
+  const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 most = _mm256_set1_ps(127.0f), least = _mm256_set1_ps(-127.0f);
+  // packs interleave the 128-bit lanes; this puts the 4-byte groups back in column order.
+  const __m256i column_order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (int64_t m = begin; m < end; ++m) {
+    std::fill_n(out.sums.data() + m * groups, groups, 0.0f);
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float* in = x + m * cols + b * kVnniActivationBlock;
+      __m256 v[4];
+      __m256 amax = _mm256_setzero_ps();
+      for (int i = 0; i < 4; ++i) {
+        v[i] = _mm256_loadu_ps(in + 8 * i);
+        amax = _mm256_max_ps(amax, _mm256_and_ps(v[i], magnitude));
+      }
+      __m128 half = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+      half = _mm_max_ps(half, _mm_movehl_ps(half, half));
+      half = _mm_max_ss(half, _mm_movehdup_ps(half));
+      const float scale = _mm_cvtss_f32(half) / 127.0f;
+      const __m256 inverse = _mm256_set1_ps(scale == 0 ? 0.0f : 1.0f / scale);
+      __m256i q[4];
+      __m256i sum = _mm256_setzero_si256();
+      for (int i = 0; i < 4; ++i) {
+        const __m256 rounded = _mm256_round_ps(_mm256_mul_ps(v[i], inverse),
+                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        q[i] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(rounded, least), most));
+        sum = _mm256_add_epi32(sum, q[i]);
+      }
+      const __m256i bytes =
+          _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+      _mm256_storeu_si256(
+          reinterpret_cast<__m256i*>(out.q.data() + m * cols + b * kVnniActivationBlock),
+          _mm256_permutevar8x32_epi32(bytes, column_order));
+      __m128i total = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+      total = _mm_add_epi32(total, _mm_shuffle_epi32(total, 0x4e));
+      total = _mm_add_epi32(total, _mm_shuffle_epi32(total, 0xb1));
+      out.scales[m * blocks + b] = scale;
+      out.sums[m * groups + b * kVnniActivationBlock / group_size] +=
+          scale * static_cast<float>(_mm_cvtsi128_si32(total));
+    }
+  }
+}
+
 template void VnniRowBlocksAvx2<4>(const QuantizedRows&, int64_t, const VnniMatrix&, int64_t,
                                    int64_t, float*);
 template void VnniRowBlocksAvx2<8>(const QuantizedRows&, int64_t, const VnniMatrix&, int64_t,

@@ -15,6 +15,11 @@ struct QuantizedRows {
   std::vector<float> sums;    // [rows, groups]: Σ over the group's blocks of scale · Σ q
 };
 
+// Rounds rows [begin, end) of x [rows, cols] into `out`, already sized for every row. Needs AVX2
+// (so every body's CPU has it).
+void QuantizeRowsAvx2(const float* x, int64_t cols, int64_t group_size, int64_t begin, int64_t end,
+                      QuantizedRows& out);
+
 // For codes of kBits (4 or 8) bits. Needs AVX-512 F, BW and VNNI at run time.
 template <int kBits>
 void VnniRowBlocksAvx512(const QuantizedRows& x, int64_t rows, const VnniMatrix& w, int64_t begin,

@@ -63,5 +63,21 @@ TEST(ThreadPoolTest, CallsFromSeveralThreadsRunOneAfterAnother) {
   EXPECT_EQ(overlaps.load(), 0);
 }
 
+TEST(ThreadPoolTest, ParallelForCoversTheRangeOnceInAlignedRuns) {
+  ThreadPool pool(3);
+  for (const int64_t count : {0, 1, 7, 16, 100}) {
+    for (const int64_t align : {1, 4}) {
+      std::vector<std::atomic<int>> covered(count);
+      std::atomic<int> misaligned = 0;
+      pool.ParallelFor(count, align, [&](int64_t begin, int64_t end) {
+        if (begin % align != 0 || (end != count && end % align != 0)) misaligned.fetch_add(1);
+        for (int64_t i = begin; i < end; ++i) covered[i].fetch_add(1);
+      });
+      for (int64_t i = 0; i < count; ++i) EXPECT_EQ(covered[i].load(), 1) << i << " of " << count;
+      EXPECT_EQ(misaligned.load(), 0) << count << " in runs of " << align;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace specd::kernels::cpu
