@@ -2,6 +2,7 @@
 #include <string>
 
 #include "cli/specd/commands.h"
+#include "common/io/allowed_roots.h"
 #include "common/model/ops/cpu_backend.h"
 
 namespace specd::cli {
@@ -16,7 +17,8 @@ void RunOrExit(const CLI::App& command, const std::function<absl::Status()>& bod
       path = parent->get_name() + " " + path;
     }
     std::cerr << "specd " << path << ": " << status.message() << "\n";
-    throw CLI::RuntimeError(1);
+    throw CLI::RuntimeError(
+        status.code() == absl::StatusCode::kPermissionDenied ? io::kPermissionDeniedExitStatus : 1);
   }
 }
 

@@ -85,6 +85,7 @@ struct ServeFlags {
   double call_timeout_s = 60;
   // trainer
   std::string work_root = "runs/trainer";
+  std::vector<std::string> allowed_roots;
   int max_running_jobs = 1;
   int64_t regime_medium_from = engine::RegimeThresholds().medium_from;
   int64_t regime_long_from = engine::RegimeThresholds().long_from;
@@ -409,6 +410,7 @@ absl::Status BuildRole(const ServeFlags& flags, metrics::Registry& registry, Rol
     absl::StatusOr<std::unique_ptr<trainer::TrainerServer>> trainer =
         trainer::TrainerServer::Create(
             {.work_root = flags.work_root,
+             .allowed_roots = {flags.allowed_roots.begin(), flags.allowed_roots.end()},
              .specd_binary = std::filesystem::read_symlink("/proc/self/exe"),
              .max_running_jobs = flags.max_running_jobs,
              .cancel_grace = absl::Seconds(10)},
@@ -606,6 +608,9 @@ void AddServeCommand(CLI::App& app) {
       ->add_option("--work-root", flags->work_root,
                    "trainer: the jobs database and the jobs' default output directories")
       ->capture_default_str();
+  serve->add_option("--allowed-root", flags->allowed_roots,
+                    "trainer: besides the work root, a directory a job's output directory and the "
+                    "paths in its config may lie under, after `..` and symlinks (repeatable)");
   serve->add_option("--max-running-jobs", flags->max_running_jobs, "trainer: jobs run at once")
       ->capture_default_str();
   serve->callback([serve, flags] { RunOrExit(*serve, [&] { return Serve(*flags); }); });

@@ -12,11 +12,13 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/specd/commands.h"
 #include "cli/specd/yaml_config.h"
+#include "common/io/allowed_roots.h"
 #include "common/io/qwen35_config.h"
 #include "common/quantize/awq.h"
 #include "common/quantize/quantize_checkpoint.h"
@@ -280,7 +282,15 @@ absl::Status Quantize(YamlConfig& config, bool dry_run) {
   return absl::OkStatus();
 }
 
-absl::Status Train(const std::string& stage, const std::string& config_file, bool dry_run) {
+// Where a stage's config may reach: relative paths against `base_dir` (default the config file's
+// directory), and every path under `allowed_roots` when any are given.
+struct PathRules {
+  std::vector<std::string> allowed_roots;
+  std::string base_dir;
+};
+
+absl::Status Train(const std::string& stage, const std::string& config_file, bool dry_run,
+                   const PathRules& rules) {
   const std::map<std::string, absl::Status (*)(YamlConfig&, bool)> stages = {
       {"pack", Pack},       {"regenerate", Regenerate},    {"pretrain", Pretrain}, {"qad", Qad},
       {"drafter", Drafter}, {"gptq-drafter", GptqDrafter}, {"quantize", Quantize}};
@@ -293,6 +303,13 @@ absl::Status Train(const std::string& stage, const std::string& config_file, boo
   }
   absl::StatusOr<YamlConfig> config = YamlConfig::Load(config_file);
   if (!config.ok()) return config.status();
+  if (!rules.base_dir.empty()) config->ResolvePathsAgainst(rules.base_dir);
+  if (!rules.allowed_roots.empty()) {
+    absl::StatusOr<io::AllowedRoots> roots =
+        io::AllowedRoots::Create({rules.allowed_roots.begin(), rules.allowed_roots.end()});
+    if (!roots.ok()) return roots.status();
+    config->ConfinePathsTo(*std::move(roots));
+  }
   return found->second(*config, dry_run);
 }
 
@@ -309,8 +326,15 @@ void AddTrainCommands(CLI::App& app) {
   train->add_option("--config", *config, "the stage's YAML config")->required();
   auto dry_run = std::make_shared<bool>(false);
   train->add_flag("--dry-run", *dry_run, "check the config (every key known and valid) and stop");
-  train->callback([train, stage, config, dry_run] {
-    RunOrExit(*train, [&] { return Train(*stage, *config, *dry_run); });
+  auto rules = std::make_shared<PathRules>();
+  train->add_option(
+      "--allowed-root", rules->allowed_roots,
+      "a directory every path of the config must lie under (repeatable; a path "
+      "outside all of them, after `..` and symlinks, is refused with exit status 77)");
+  train->add_option("--base-dir", rules->base_dir,
+                    "the directory relative paths resolve against (default: the config's)");
+  train->callback([train, stage, config, dry_run, rules] {
+    RunOrExit(*train, [&] { return Train(*stage, *config, *dry_run, *rules); });
   });
 
   auto preset = std::make_shared<std::string>("smoke");

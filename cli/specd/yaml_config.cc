@@ -36,6 +36,7 @@ void YamlConfig::Read(const std::string& key, std::filesystem::path& field) {
   if (read_.contains(key) && !text.empty()) {
     const std::filesystem::path path(text);
     field = path.is_absolute() ? path : base_ / path;
+    if (roots_.has_value() && error_.ok()) error_ = roots_->Check(field, source_ + ": " + key);
   }
 }
 

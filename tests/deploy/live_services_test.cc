@@ -282,7 +282,7 @@ TEST(DeployQueriesTest, EveryPanelRuleAndAlertEvaluatesAgainstLiveServices) {
     std::stringstream config;
     config << example.rdbuf();
     std::ofstream(root / "missing-data.yaml")
-        << std::regex_replace(config.str(), std::regex("data: .*"), "data: /nonexistent/data");
+        << std::regex_replace(config.str(), std::regex("data: .*"), "data: nonexistent-data");
   }
   std::ofstream(root / "smoke.yaml") << "preset: smoke\n";
   // `specctl jobs submit` prints "job_id: ID" first.

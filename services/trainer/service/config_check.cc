@@ -4,6 +4,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/io/allowed_roots.h"
 #include "common/io/atomic_file.h"
 #include "services/trainer/service/child_process.h"
 
@@ -38,15 +39,17 @@ absl::Status CheckJobConfig(const std::filesystem::path& specd_binary, const Job
     return absl::InternalError(absl::StrCat("checking the config: ", result.status().message()));
   }
   if (result->exit_code == 0) return absl::OkStatus();
-  // specd reports a bad config as "specd train: FILE: message" with exit status 1; the scratch
-  // file's name means nothing to the submitter.
+  // specd reports a bad config as "specd train: FILE: message" with exit status 1, a path outside
+  // the allowed roots with io::kPermissionDeniedExitStatus; the scratch file's name means nothing
+  // to the submitter.
   std::string message = LastNonEmptyLine(result->output);
-  if (result->exit_code == 1) {
+  if (result->exit_code == 1 || result->exit_code == io::kPermissionDeniedExitStatus) {
     for (const std::string prefix : {"specd train: ", "specd pipeline: "}) {
       if (message.starts_with(prefix)) message.erase(0, prefix.size());
     }
     absl::StrReplaceAll({{scratch_file.string(), "config"}}, &message);
-    return absl::InvalidArgumentError(message);
+    return result->exit_code == 1 ? absl::InvalidArgumentError(message)
+                                  : absl::PermissionDeniedError(message);
   }
   return absl::InternalError(absl::StrCat("checking the config with ", specd_binary.string(),
                                           " failed: exit status ", result->exit_code, ": ",

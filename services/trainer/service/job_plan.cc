@@ -111,18 +111,24 @@ std::vector<std::string> JobPlan::Arguments(const std::filesystem::path& config_
   if (stage.empty()) {
     arguments = {"pipeline", "--preset", preset, "--out", output_dir.string()};
   } else {
-    arguments = {"train", stage, "--config", config_file.string()};
+    arguments = {
+        "train", stage, "--config", config_file.string(), "--base-dir", output_dir.string()};
+    for (const std::filesystem::path& root : allowed_roots) {
+      arguments.insert(arguments.end(), {"--allowed-root", root.string()});
+    }
   }
   if (dry_run) arguments.push_back("--dry-run");
   return arguments;
 }
 
 absl::StatusOr<JobPlan> PlanJob(v1::JobType type, const std::string& config_yaml,
-                                const std::filesystem::path& output_dir) {
+                                const std::filesystem::path& output_dir,
+                                std::vector<std::filesystem::path> allowed_roots) {
   absl::StatusOr<YAML::Node> root = ParseMapping(config_yaml);
   if (!root.ok()) return root.status();
   JobPlan plan;
   plan.output_dir = output_dir;
+  plan.allowed_roots = std::move(allowed_roots);
   plan.config_yaml = config_yaml;
 
   if (type == v1::JOB_TYPE_PIPELINE) {

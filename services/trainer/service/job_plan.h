@@ -24,16 +24,20 @@ struct JobPlan {
   // The stage's run directory (its `out`): metrics.jsonl and state/ live there. For a pipeline,
   // output_dir, whose subdirectories are the stages' runs.
   std::filesystem::path run_dir;
+  // Every path the stage's config names must lie under one of these (`--allowed-root`).
+  std::vector<std::filesystem::path> allowed_roots;
 
   std::filesystem::path config_file() const { return output_dir / "config.yaml"; }
-  // specd's arguments (without the program) running the job from `config_file`; with
-  // `dry_run`, only checking the config.
+  // specd's arguments (without the program) running the job from `config_file`, its relative
+  // paths against output_dir wherever the file is; with `dry_run`, only checking the config.
   std::vector<std::string> Arguments(const std::filesystem::path& config_file, bool dry_run) const;
 };
 
 // INVALID_ARGUMENT ("config: ...") for YAML that is not a mapping, and for a pipeline config
-// with a key other than `preset`. Keys of a stage are checked by the stage (--dry-run).
+// with a key other than `preset`. Keys of a stage, and its paths against `allowed_roots`, are
+// checked by the stage (--dry-run).
 absl::StatusOr<JobPlan> PlanJob(v1::JobType type, const std::string& config_yaml,
-                                const std::filesystem::path& output_dir);
+                                const std::filesystem::path& output_dir,
+                                std::vector<std::filesystem::path> allowed_roots);
 
 }  // namespace specd::trainer

@@ -75,6 +75,10 @@ absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(JobRunnerOptions op
     return absl::InternalError(absl::StrCat("cannot create the work root ",
                                             options.work_root.string(), ": ", error.message()));
   }
+  options.allowed_roots.insert(options.allowed_roots.begin(), options.work_root);
+  absl::StatusOr<io::AllowedRoots> allowed_roots = io::AllowedRoots::Create(options.allowed_roots);
+  if (!allowed_roots.ok()) return allowed_roots.status();
+  options.allowed_roots = allowed_roots->roots();  // as the stages get them
   // Two runners on one work root would both resume the same jobs.
   const std::filesystem::path lock_path = options.work_root / "trainer.lock";
   const int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -106,8 +110,8 @@ absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(JobRunnerOptions op
     metrics.JobFinished(v1::JOB_STATE_CANCELLED);
   }
 
-  std::unique_ptr<JobRunner> runner(
-      new JobRunner(std::move(options), store, metrics, lock_fd, wake[0], wake[1]));
+  std::unique_ptr<JobRunner> runner(new JobRunner(std::move(options), *std::move(allowed_roots),
+                                                  store, metrics, lock_fd, wake[0], wake[1]));
   runner->RefreshCounts();
   runner->supervisor_ = std::thread([runner = runner.get()] { runner->Supervise(); });
   std::unique_lock lock(runner->mutex_);
@@ -115,9 +119,10 @@ absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(JobRunnerOptions op
   return runner;
 }
 
-JobRunner::JobRunner(JobRunnerOptions options, JobStore& store, TrainerMetrics& metrics,
-                     int lock_fd, int wake_read_fd, int wake_write_fd)
+JobRunner::JobRunner(JobRunnerOptions options, io::AllowedRoots allowed_roots, JobStore& store,
+                     TrainerMetrics& metrics, int lock_fd, int wake_read_fd, int wake_write_fd)
     : options_(std::move(options)),
+      allowed_roots_(std::move(allowed_roots)),
       store_(store),
       metrics_(metrics),
       lock_fd_(lock_fd),
@@ -175,7 +180,11 @@ absl::StatusOr<v1::SubmitJobResponse> JobRunner::Submit(const v1::SubmitJobReque
   const std::string job_id = absl::StrCat("job-", rpc::RandomHex(6));
   const std::filesystem::path output_dir =
       OutputDirFor(options_.work_root, request.output_dir(), job_id);
-  absl::StatusOr<JobPlan> plan = PlanJob(request.type(), request.config_yaml(), output_dir);
+  if (absl::Status status = allowed_roots_.Check(output_dir, "output_dir"); !status.ok()) {
+    return status;
+  }
+  absl::StatusOr<JobPlan> plan =
+      PlanJob(request.type(), request.config_yaml(), output_dir, options_.allowed_roots);
   if (!plan.ok()) return plan.status();
   if (absl::Status status = CheckJobConfig(
           options_.specd_binary, *plan, options_.work_root / "tmp" / absl::StrCat(job_id, ".yaml"),
@@ -317,7 +326,8 @@ void JobRunner::StartJob(const v1::Job& job) {
     check_queue_ = true;
   };
   const std::filesystem::path output_dir(job.output_dir());
-  absl::StatusOr<JobPlan> plan = PlanJob(job.type(), job.config_yaml(), output_dir);
+  absl::StatusOr<JobPlan> plan =
+      PlanJob(job.type(), job.config_yaml(), output_dir, options_.allowed_roots);
   if (!plan.ok()) return fail(std::string(plan.status().message()));
   absl::StatusOr<JobLogWriter> log = JobLogWriter::Open(output_dir / "job.log");
   if (!log.ok()) return fail(std::string(log.status().message()));

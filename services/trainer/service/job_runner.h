@@ -12,9 +12,11 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/io/allowed_roots.h"
 #include "services/trainer/service/child_process.h"
 #include "services/trainer/service/job_log.h"
 #include "services/trainer/service/job_store.h"
@@ -25,7 +27,9 @@
 namespace specd::trainer {
 
 struct JobRunnerOptions {
-  std::filesystem::path work_root;     // jobs/<job_id>/ default output directories, the lock
+  std::filesystem::path work_root;  // jobs/<job_id>/ default output directories, the lock
+  // Besides work_root, what a job's output directory and every path in its config may lie under.
+  std::vector<std::filesystem::path> allowed_roots;
   std::filesystem::path specd_binary;  // the program every job runs
   int max_running_jobs = 1;
   absl::Duration cancel_grace = absl::Seconds(10);  // SIGTERM → SIGKILL
@@ -43,8 +47,10 @@ class JobRunner {
   JobRunner(const JobRunner&) = delete;
   JobRunner& operator=(const JobRunner&) = delete;
 
-  // SubmitJob: validates the request and the config (specd --dry-run), then creates the job or
-  // returns the one the same submission_id created.
+  // SubmitJob: validates the request, its output directory against the allowed roots, and the
+  // config (specd --dry-run, its paths against the same roots), then creates the job or returns
+  // the one the same submission_id created. A path outside the roots is PERMISSION_DENIED, and
+  // nothing is written.
   absl::StatusOr<v1::SubmitJobResponse> Submit(const v1::SubmitJobRequest& request);
 
   // CancelJob, as trainer.proto describes it; `reason` goes into the job's log.
@@ -70,8 +76,8 @@ class JobRunner {
     std::optional<absl::Time> kill_at;  // SIGKILL then, unless it exited
   };
 
-  JobRunner(JobRunnerOptions options, JobStore& store, TrainerMetrics& metrics, int lock_fd,
-            int wake_read_fd, int wake_write_fd);
+  JobRunner(JobRunnerOptions options, io::AllowedRoots allowed_roots, JobStore& store,
+            TrainerMetrics& metrics, int lock_fd, int wake_read_fd, int wake_write_fd);
 
   // The supervisor thread: every child is forked from it, so that PR_SET_PDEATHSIG ties the
   // children to it (the signal follows the forking thread, not the process).
@@ -93,7 +99,8 @@ class JobRunner {
   // Records a failure the trainer cannot return to anyone (a store write in the supervisor).
   static void Report(const absl::Status& status, const std::string& what);
 
-  const JobRunnerOptions options_;
+  const JobRunnerOptions options_;  // allowed_roots: work_root first, all resolved
+  const io::AllowedRoots allowed_roots_;
   JobStore& store_;
   TrainerMetrics& metrics_;
   const int lock_fd_;

@@ -24,6 +24,7 @@ absl::StatusOr<std::unique_ptr<TrainerServer>> TrainerServer::Create(
   server->store_ = *std::move(store);
   absl::StatusOr<std::unique_ptr<JobRunner>> runner =
       JobRunner::Create({.work_root = work_root,
+                         .allowed_roots = options.allowed_roots,
                          .specd_binary = options.specd_binary,
                          .max_running_jobs = options.max_running_jobs,
                          .cancel_grace = options.cancel_grace,

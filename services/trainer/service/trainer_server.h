@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -25,6 +26,8 @@ namespace specd::trainer {
 struct TrainerServerOptions {
   // jobs.sqlite, trainer.lock, and jobs/<job_id>/ (the default output directories).
   std::filesystem::path work_root;
+  // Besides work_root, what a job's output directory and every path in its config may lie under.
+  std::vector<std::filesystem::path> allowed_roots;
   // The `specd` binary every job runs (the serving process can pass /proc/self/exe).
   std::filesystem::path specd_binary;
   int max_running_jobs = 1;

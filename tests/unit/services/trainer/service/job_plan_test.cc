@@ -8,9 +8,10 @@ namespace specd::trainer {
 namespace {
 
 const std::filesystem::path kOutputDir = "/work/jobs/job-1";
+const std::vector<std::filesystem::path> kAllowedRoots = {"/work", "/data"};
 
 JobPlan Plan(v1::JobType type, const std::string& yaml) {
-  absl::StatusOr<JobPlan> plan = PlanJob(type, yaml, kOutputDir);
+  absl::StatusOr<JobPlan> plan = PlanJob(type, yaml, kOutputDir, kAllowedRoots);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return plan.ok() ? *plan : JobPlan{};
 }
@@ -19,16 +20,21 @@ std::string Value(const std::string& yaml, const std::string& key) {
   return YAML::Load(yaml)[key].as<std::string>();
 }
 
-TEST(PlanJob, AStageRunsSpecdTrainOnTheConfigInTheOutputDirectory) {
+// The config's relative paths resolve against the output directory even when the dry run reads
+// it from elsewhere, and every path it names is held to the allowed roots.
+TEST(PlanJob, AStageRunsSpecdTrainOnTheConfigInTheOutputDirectoryConfinedToTheRoots) {
   const JobPlan plan = Plan(v1::JOB_TYPE_PRETRAIN, "steps: 10\n");
   EXPECT_EQ(plan.stage, "pretrain");
   EXPECT_EQ(plan.config_file(), kOutputDir / "config.yaml");
-  EXPECT_EQ(
-      plan.Arguments(plan.config_file(), false),
-      (std::vector<std::string>{"train", "pretrain", "--config", "/work/jobs/job-1/config.yaml"}));
-  EXPECT_EQ(
-      plan.Arguments("/tmp/x.yaml", true),
-      (std::vector<std::string>{"train", "pretrain", "--config", "/tmp/x.yaml", "--dry-run"}));
+  const std::vector<std::string> rules = {"--base-dir", "/work/jobs/job-1", "--allowed-root",
+                                          "/work",      "--allowed-root",   "/data"};
+  std::vector<std::string> run = {"train", "pretrain", "--config", "/work/jobs/job-1/config.yaml"};
+  run.insert(run.end(), rules.begin(), rules.end());
+  EXPECT_EQ(plan.Arguments(plan.config_file(), false), run);
+  std::vector<std::string> check = {"train", "pretrain", "--config", "/tmp/x.yaml"};
+  check.insert(check.end(), rules.begin(), rules.end());
+  check.push_back("--dry-run");
+  EXPECT_EQ(plan.Arguments("/tmp/x.yaml", true), check);
 }
 
 TEST(PlanJob, AConfigWithoutOutGetsTheOutputDirectoryKeepingItsText) {
@@ -92,10 +98,10 @@ TEST(PlanJob, BadConfigsAreInvalidArguments) {
            {v1::JOB_TYPE_PIPELINE, "preset: smoke\nsteps: 3\n"},
            {v1::JOB_TYPE_PIPELINE, "preset: [smoke]\n"},
            {v1::JOB_TYPE_UNSPECIFIED, ""}}) {
-    absl::StatusOr<JobPlan> plan = PlanJob(type, yaml, kOutputDir);
+    absl::StatusOr<JobPlan> plan = PlanJob(type, yaml, kOutputDir, kAllowedRoots);
     EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument) << yaml;
   }
-  EXPECT_NE(PlanJob(v1::JOB_TYPE_PIPELINE, "steps: 3\n", kOutputDir)
+  EXPECT_NE(PlanJob(v1::JOB_TYPE_PIPELINE, "steps: 3\n", kOutputDir, kAllowedRoots)
                 .status()
                 .message()
                 .find("unknown keys: steps"),

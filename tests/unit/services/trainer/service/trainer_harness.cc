@@ -37,6 +37,7 @@ TrainingData MakeTrainingData() {
   static SharedDirectory directory;
   const std::filesystem::path root = directory.path;
   TrainingData data{
+      .dir = root,
       .tokenizer_dir = root / "tokenizer",
       .texts = root / "texts.jsonl",
       .packed = root / "packed",
@@ -76,12 +77,13 @@ std::string PretrainConfig(int steps, int save_every) {
 }
 
 TrainerHarness::TrainerHarness(const std::filesystem::path& work_root, int max_running_jobs) {
-  absl::StatusOr<std::unique_ptr<TrainerServer>> trainer =
-      TrainerServer::Create({.work_root = work_root,
-                             .specd_binary = SPECD_BINARY,
-                             .max_running_jobs = max_running_jobs,
-                             .cancel_grace = absl::Seconds(2)},
-                            registry_);
+  absl::StatusOr<std::unique_ptr<TrainerServer>> trainer = TrainerServer::Create(
+      {.work_root = work_root,
+       .allowed_roots = {SharedTrainingData().dir, SharedTrainingData().model_config.parent_path()},
+       .specd_binary = SPECD_BINARY,
+       .max_running_jobs = max_running_jobs,
+       .cancel_grace = absl::Seconds(2)},
+      registry_);
   EXPECT_TRUE(trainer.ok()) << trainer.status();
   if (!trainer.ok()) return;
   trainer_ = *std::move(trainer);

@@ -18,6 +18,7 @@
 namespace specd::trainer::testing {
 
 struct TrainingData {
+  std::filesystem::path dir;            // holds the tokenizer, the texts and the packed texts
   std::filesystem::path tokenizer_dir;  // tokenizer.json, tokenizer_config.json
   std::filesystem::path texts;          // {"text": ...} lines
   std::filesystem::path packed;         // the texts packed (specd train pack)
@@ -34,7 +35,8 @@ std::string PretrainConfig(int steps, int save_every);
 
 class TrainerHarness {
  public:
-  // A trainer on `work_root` with a 2 s cancel grace, served on 127.0.0.1 on a free port.
+  // A trainer on `work_root` with a 2 s cancel grace, served on 127.0.0.1 on a free port; its
+  // jobs may name paths under the work root and the training data's directories.
   explicit TrainerHarness(const std::filesystem::path& work_root, int max_running_jobs = 1);
   ~TrainerHarness() { Stop(); }
 

@@ -142,11 +142,58 @@ TEST_F(TrainerServiceTest, AConfigWithAnUnknownKeyIsRefusedAtSubmission) {
   EXPECT_EQ(listed.jobs_size(), 0);
 }
 
+// What a client may make the trainer write or read: nothing outside its allowed roots (here the
+// work root and the training data's directories), however the path gets there.
+TEST_F(TrainerServiceTest, PathsOutsideTheAllowedRootsAreDeniedAtSubmissionTouchingNothing) {
+  TrainerHarness trainer(work_root_.path());
+  specd::testing::TempDir elsewhere;
+  std::filesystem::create_directory_symlink(elsewhere.path(), work_root_.path() / "escape");
+  const std::string tokenizer =
+      (testing::SharedTrainingData().tokenizer_dir / "tokenizer.json").string();
+  const auto submit = [&](const std::string& output_dir, const std::string& config) {
+    v1::SubmitJobRequest request;
+    request.set_submission_id("escape");
+    request.set_type(v1::JOB_TYPE_PACK);
+    request.set_config_yaml(config);
+    request.set_output_dir(output_dir);
+    grpc::ClientContext context;
+    v1::SubmitJobResponse response;
+    return trainer.stub().SubmitJob(&context, request, &response);
+  };
+  struct Escape {
+    std::string what, output_dir, config;
+  };
+  const std::vector<Escape> escapes = {
+      {"an absolute output_dir", (elsewhere.path() / "out").string(), PackConfig()},
+      {"output_dir up with ..", "../" + elsewhere.path().filename().string(), PackConfig()},
+      {"output_dir through a symlink", "escape/out", PackConfig()},
+      {"an absolute input", "", "input: /etc/passwd\ntokenizer: " + tokenizer + "\n"},
+      {"an input up with ..", "",
+       "input: ../../../../../../../../etc/passwd\ntokenizer: " + tokenizer + "\n"},
+      {"an out through a symlink", "",
+       PackConfig() + "out: " + (work_root_.path() / "escape" / "packed").string() + "\n"}};
+  for (const Escape& escape : escapes) {
+    SCOPED_TRACE(escape.what);
+    const grpc::Status status = submit(escape.output_dir, escape.config);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << status.error_message();
+    EXPECT_TRUE(absl::StrContains(status.error_message(), "outside the allowed roots"))
+        << status.error_message();
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(elsewhere.path()));
+  EXPECT_FALSE(std::filesystem::exists(work_root_.path() / "jobs"));
+  grpc::ClientContext context;
+  v1::ListJobsResponse listed;
+  ASSERT_TRUE(trainer.stub().ListJobs(&context, v1::ListJobsRequest(), &listed).ok());
+  EXPECT_EQ(listed.jobs_size(), 0);
+}
+
 TEST_F(TrainerServiceTest, AJobWhoseProcessFailsIsFailedWithTheReason) {
   TrainerHarness trainer(work_root_.path());
+  const std::string missing = (work_root_.path() / "nonexistent" / "texts.jsonl").string();
   const std::string config =
-      "input: /nonexistent/texts.jsonl\ntokenizer: " +
-      (testing::SharedTrainingData().tokenizer_dir / "tokenizer.json").string() + "\n";
+      "input: " + missing +
+      "\ntokenizer: " + (testing::SharedTrainingData().tokenizer_dir / "tokenizer.json").string() +
+      "\n";
   absl::StatusOr<v1::SubmitJobResponse> submitted =
       trainer.Submit(v1::JOB_TYPE_PACK, config, "missing-input");
   ASSERT_TRUE(submitted.ok()) << submitted.status();
@@ -157,8 +204,7 @@ TEST_F(TrainerServiceTest, AJobWhoseProcessFailsIsFailedWithTheReason) {
   EXPECT_EQ(job->exit_code(), 1);
   EXPECT_TRUE(job->failure_reason().starts_with("exit status 1: specd train: "))
       << job->failure_reason();
-  EXPECT_TRUE(absl::StrContains(job->failure_reason(), "/nonexistent/texts.jsonl"))
-      << job->failure_reason();
+  EXPECT_TRUE(absl::StrContains(job->failure_reason(), missing)) << job->failure_reason();
   grpc::ClientContext context;
   v1::CancelJobRequest cancel;
   cancel.set_job_id(job->job_id());
@@ -320,6 +366,7 @@ TEST_F(TrainerServiceTest, ASecondTrainerOnTheSameWorkRootIsRefused) {
   metrics::Registry registry;
   absl::StatusOr<std::unique_ptr<TrainerServer>> second =
       TrainerServer::Create({.work_root = work_root_.path(),
+                             .allowed_roots = {},
                              .specd_binary = SPECD_BINARY,
                              .max_running_jobs = 1,
                              .cancel_grace = absl::Seconds(1)},
