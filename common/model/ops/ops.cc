@@ -1,4 +1,5 @@
-// The entry points: each runs what the op table holds for its first input's device.
+// The entry points: each checks what every backend relies on (a projection's input width), then
+// runs what the op table holds for its first input's device.
 #include "common/model/ops/ops.h"
 
 #include "common/model/ops/op_table.h"
@@ -10,10 +11,14 @@ at::Tensor Project(const at::Tensor& x, const at::Tensor& weight) {
 }
 
 at::Tensor ProjectInt4(const at::Tensor& x, const quant::Int4KernelWeight& weight) {
+  TORCH_CHECK(x.size(-1) == weight.cols(), "W4A16 projection expects ", weight.cols(),
+              " input features, got ", x.size(-1));
   return OpsFor(x.device().type()).project_int4(x, weight);
 }
 
 at::Tensor ProjectInt8(const at::Tensor& x, const kernels::cpu::VnniMatrix& weight) {
+  TORCH_CHECK(x.size(-1) == weight.cols, "int8 projection expects ", weight.cols,
+              " input features, got ", x.size(-1));
   return OpsFor(x.device().type()).project_int8(x, weight);
 }
 

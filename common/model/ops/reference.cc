@@ -27,8 +27,6 @@ at::Tensor Project(const at::Tensor& x, const at::Tensor& stored) {
 
 // Through the dense weight the codes stand for: exact, and slow (a test's yardstick).
 at::Tensor ProjectInt4(const at::Tensor& x, const quant::Int4KernelWeight& weight) {
-  TORCH_CHECK(x.size(-1) == weight.cols(), "W4A16 projection expects ", weight.cols(),
-              " input features, got ", x.size(-1));
   std::vector<float> dense = weight.Dequantize();
   const at::Tensor w = at::from_blob(dense.data(), {weight.rows(), weight.cols()}, at::kFloat)
                            .to(x.device(), /*non_blocking=*/false, /*copy=*/true);
@@ -36,8 +34,6 @@ at::Tensor ProjectInt4(const at::Tensor& x, const quant::Int4KernelWeight& weigh
 }
 
 at::Tensor ProjectInt8(const at::Tensor& x, const kernels::cpu::VnniMatrix& weight) {
-  TORCH_CHECK(x.size(-1) == weight.cols, "int8 projection expects ", weight.cols,
-              " input features, got ", x.size(-1));
   std::vector<float> dense = kernels::cpu::Dequantize(weight);
   const at::Tensor w = at::from_blob(dense.data(), {weight.rows, weight.cols}, at::kFloat)
                            .to(x.device(), /*non_blocking=*/false, /*copy=*/true);

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "common/model/ops/op_table.h"
+#include "common/model/ops/ops.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/vnni_gemm.h"
 #include "tests/unit/common/int4/random_int4_weight.h"
@@ -201,6 +203,24 @@ TEST(BackendOpsTest, Int8Projection) {
       }
     }
   });
+}
+
+// Whatever backend runs it, a projection refuses an input of the wrong width, naming both widths.
+TEST(OpsTest, ProjectionsRefuseAnInputOfTheWrongWidth) {
+  std::mt19937 rng(23);
+  const absl::StatusOr<quant::Int4KernelWeight> int4 = quant::Int4KernelWeight::Prepare(
+      quant::testing::RandomPackedWeight({.rows = 16, .cols = 64, .group_size = 32}, rng));
+  ASSERT_TRUE(int4.ok()) << int4.status();
+  const at::Tensor weight = at::randn({16, 64});
+  const kernels::cpu::VnniMatrix int8 = kernels::cpu::QuantizeRowsForVnni(
+      {.data = weight.data_ptr(), .bf16 = false, .rows = 16, .cols = 64});
+  const at::Tensor x = at::randn({2, 96});
+  EXPECT_THAT([&] { ProjectInt4(x, *int4); },
+              ::testing::ThrowsMessage<c10::Error>(
+                  ::testing::HasSubstr("W4A16 projection expects 64 input features, got 96")));
+  EXPECT_THAT([&] { ProjectInt8(x, int8); },
+              ::testing::ThrowsMessage<c10::Error>(
+                  ::testing::HasSubstr("int8 projection expects 64 input features, got 96")));
 }
 
 struct DeltaRuleInputs {
