@@ -23,6 +23,8 @@ packages=(
 missing=()
 # Node may come from elsewhere (the machine image ships its own); take Debian's only when absent.
 command -v npm >/dev/null || packages+=(nodejs npm)
+# The Python peers' virtual environment needs venv and ensurepip (Debian splits them off).
+python3 -c 'import ensurepip, venv' 2>/dev/null || packages+=(python3-venv)
 # The same for kubectl: the deploy checks render the kustomize overlays with `kubectl kustomize`.
 command -v kubectl >/dev/null || packages+=(kubernetes-client)
 for p in "${packages[@]}"; do
@@ -48,4 +50,15 @@ mkdir -p "$tokenizer_dst"
 for f in tokenizer.json tokenizer_config.json; do
   cmp -s "$tokenizer_src/$f" "$tokenizer_dst/$f" || cp "$tokenizer_src/$f" "$tokenizer_dst/$f"
 done
+# Python peers the interoperation tests drive specd with (tests/interop), pinned by
+# tests/interop/requirements.txt, in .cache/python; reinstalled when the pins change.
+python_env="$root/.cache/python"
+requirements="$root/tests/interop/requirements.txt"
+if ! cmp -s "$requirements" "$python_env/requirements.txt"; then
+  echo "setup: installing the Python peers (tests/interop/requirements.txt) into .cache/python"
+  rm -rf "$python_env"
+  python3 -m venv "$python_env"
+  "$python_env/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+  cp "$requirements" "$python_env/requirements.txt"
+fi
 echo "setup: ready (tokenizer in ${tokenizer_dst#$root/})"
