@@ -3,11 +3,11 @@
 // callers queue jobs and wait; one worker thread forms each step from the jobs waiting and runs
 // them in one call (one forward over many sequences). A step starts once every member — a
 // session that will queue again, such as one drafting while the others verify — has queued a
-// job, or `max_delay` after the first job came, whichever is first; it takes urgent jobs (decode
-// and verify steps) before the rest (prefill chunks), first come first served, up to `max_rows`
-// rows and `max_sequences` jobs, and at least one job. Jobs a step did not finish (a prefill with
-// chunks left) stay queued for the next one, so new requests join at the next step and finished
-// ones leave.
+// job, or `max_delay` after the first job came or the last step ended, whichever is first; it
+// takes urgent jobs (decode and verify steps) before the rest (prefill chunks), first come first
+// served, up to `max_rows` rows and `max_sequences` jobs, and at least one job. Jobs a step did
+// not finish (a prefill with chunks left) stay queued for the next one, so new requests join at
+// the next step and finished ones leave.
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -138,12 +138,16 @@ class StepBatcher {
 
   void Work() {
     std::unique_lock lock(mutex_);
+    // The delay counts from when a step could start: jobs that queued while the last step ran
+    // still wait for the members it returned to, or two halves of the members would take turns
+    // (each half's jobs past their delay whenever the other half's step ends) and never merge.
+    Clock::time_point last_step_end;
     while (true) {
       queued_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping with nothing left to run
       Clock::time_point first = queue_.front()->arrived;
       for (const Entry* entry : queue_) first = std::min(first, entry->arrived);
-      queued_.wait_until(lock, first + options_.max_delay, [&] {
+      queued_.wait_until(lock, std::max(first, last_step_end) + options_.max_delay, [&] {
         return stopping_ || static_cast<int64_t>(queue_.size()) >= members_;
       });
       const std::vector<Entry*> batch = Select();
@@ -157,6 +161,7 @@ class StepBatcher {
       const std::vector<bool> done = step_(jobs);
       lock.lock();
       const Clock::time_point now = Clock::now();
+      last_step_end = now;
       for (size_t i = 0; i < batch.size(); ++i) {
         if (done[i]) {
           batch[i]->finished = true;

@@ -91,6 +91,36 @@ TEST(StepBatcherTest, AStepWaitsForAMissingMemberOnlyUpToTheDelay) {
   EXPECT_THAT(recorder.steps(), ElementsAre(ElementsAre(7)));
 }
 
+// Two members that queue while a step of the other two runs (a step longer than the delay) must
+// not take turns with them for ever: the next step waits for the members the last one returned.
+TEST(StepBatcherTest, MembersThatQueuedDuringAStepJoinTheOnesItReturns) {
+  const auto kStep = std::chrono::milliseconds(60);
+  StepBatcher<Job> batcher(
+      {.max_rows = 100, .max_sequences = 64, .max_delay = std::chrono::milliseconds(10)},
+      [&](std::span<Job* const> batch) {
+        std::this_thread::sleep_for(kStep);
+        return std::vector<bool>(batch.size(), true);
+      });
+  constexpr int kJobsEach = 10;
+  std::vector<StepBatcher<Job>::Membership> members;
+  for (int i = 0; i < 4; ++i) members.push_back(batcher.Join());
+  std::vector<std::thread> sessions;
+  for (int i = 0; i < 4; ++i) {
+    sessions.emplace_back([&, i] {
+      // Two sessions start together; the other two come during the first step.
+      if (i >= 2) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      for (int n = 0; n < kJobsEach; ++n) {
+        Job job{.id = i};
+        batcher.Run(job);
+      }
+      members[i] = {};
+    });
+  }
+  for (std::thread& session : sessions) session.join();
+  // Taking turns would be 20 steps of 2; merged, all but the first and last steps carry 4.
+  EXPECT_GT(batcher.stats().mean_batch_size(), 3.0) << batcher.stats().steps << " steps";
+}
+
 TEST(StepBatcherTest, UrgentJobsGoFirstAndTheRowBudgetDefersWhatDoesNotFit) {
   Recorder recorder({.max_rows = 10, .max_sequences = 64, .max_delay = kLong});
   std::vector<Job> jobs = {{.id = 1, .job_rows = 8, .is_urgent = false},
