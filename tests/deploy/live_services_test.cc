@@ -135,8 +135,8 @@ class RenderedPods {
         arg = absl::StrCat(flag, "=", ports_["drafter"].first);
       }
       if (flag == "--pairs") arg = "--pairs=dns:localhost";
-      arg =
-          std::regex_replace(arg, std::regex("=/models/"), "=" + (root_ / "models").string() + "/");
+      arg = std::regex_replace(arg, std::regex("=/models(/|$)"),
+                               "=" + (root_ / "models").string() + "$1");
       arg = std::regex_replace(arg, std::regex("=/var/lib/specd/"), "=" + root_.string() + "/");
       argv.push_back(arg);
     }
