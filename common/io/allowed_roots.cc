@@ -16,9 +16,7 @@ std::filesystem::path Resolved(const std::filesystem::path& path, std::error_cod
 }
 
 bool Under(const std::filesystem::path& path, const std::filesystem::path& root) {
-  const auto [root_end, path_at] =
-      std::mismatch(root.begin(), root.end(), path.begin(), path.end());
-  return root_end == root.end();
+  return std::mismatch(root.begin(), root.end(), path.begin(), path.end()).first == root.end();
 }
 
 }  // namespace

@@ -75,10 +75,10 @@ absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(JobRunnerOptions op
     return absl::InternalError(absl::StrCat("cannot create the work root ",
                                             options.work_root.string(), ": ", error.message()));
   }
-  options.allowed_roots.insert(options.allowed_roots.begin(), options.work_root);
-  absl::StatusOr<io::AllowedRoots> allowed_roots = io::AllowedRoots::Create(options.allowed_roots);
+  std::vector<std::filesystem::path> roots = {options.work_root};
+  roots.insert(roots.end(), options.allowed_roots.begin(), options.allowed_roots.end());
+  absl::StatusOr<io::AllowedRoots> allowed_roots = io::AllowedRoots::Create(roots);
   if (!allowed_roots.ok()) return allowed_roots.status();
-  options.allowed_roots = allowed_roots->roots();  // as the stages get them
   // Two runners on one work root would both resume the same jobs.
   const std::filesystem::path lock_path = options.work_root / "trainer.lock";
   const int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -184,7 +184,7 @@ absl::StatusOr<v1::SubmitJobResponse> JobRunner::Submit(const v1::SubmitJobReque
     return status;
   }
   absl::StatusOr<JobPlan> plan =
-      PlanJob(request.type(), request.config_yaml(), output_dir, options_.allowed_roots);
+      PlanJob(request.type(), request.config_yaml(), output_dir, allowed_roots_.roots());
   if (!plan.ok()) return plan.status();
   if (absl::Status status = CheckJobConfig(
           options_.specd_binary, *plan, options_.work_root / "tmp" / absl::StrCat(job_id, ".yaml"),
@@ -327,7 +327,7 @@ void JobRunner::StartJob(const v1::Job& job) {
   };
   const std::filesystem::path output_dir(job.output_dir());
   absl::StatusOr<JobPlan> plan =
-      PlanJob(job.type(), job.config_yaml(), output_dir, options_.allowed_roots);
+      PlanJob(job.type(), job.config_yaml(), output_dir, allowed_roots_.roots());
   if (!plan.ok()) return fail(std::string(plan.status().message()));
   absl::StatusOr<JobLogWriter> log = JobLogWriter::Open(output_dir / "job.log");
   if (!log.ok()) return fail(std::string(log.status().message()));

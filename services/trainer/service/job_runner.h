@@ -99,8 +99,8 @@ class JobRunner {
   // Records a failure the trainer cannot return to anyone (a store write in the supervisor).
   static void Report(const absl::Status& status, const std::string& what);
 
-  const JobRunnerOptions options_;  // allowed_roots: work_root first, all resolved
-  const io::AllowedRoots allowed_roots_;
+  const JobRunnerOptions options_;
+  const io::AllowedRoots allowed_roots_;  // work_root and options_.allowed_roots, resolved
   JobStore& store_;
   TrainerMetrics& metrics_;
   const int lock_fd_;
