@@ -1,6 +1,6 @@
-// specd bench decode: prefill and decode speed of the target, what a verify block costs against a
-// decode step, the decode step's effective weight bandwidth against a host copy measured in the
-// same run, and the resident memory of its weights.
+// specd bench decode: prefill and decode speed of the target, what a verify block (and, asked for,
+// a batched decode step) costs against a decode step, the decode step's effective weight bandwidth
+// against a host copy measured in the same run, and the resident memory of its weights.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -11,6 +11,7 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -43,6 +44,7 @@ struct DecodeBenchFlags {
   int64_t copy_mib = 256;
   uint64_t seed = 0;
   int64_t block = 16;                 // rows of the verify block timed against a decode step
+  int64_t batch = 0;                  // sequences of a batched decode step timed against it, if any
   model::ModelOptions model_options;  // --int4-activations, --lm-head
 };
 
@@ -106,6 +108,43 @@ void PrintResidentMemory(const ResidentMemory& before, const WeightFootprint& fo
       footprint.head_is_embedding ? "the embedding itself" : "its own");
 }
 
+// Seconds of a batched decode step (continuous batching): one token for each of `sequences`
+// sequences with their own caches, each holding `context` first, in one forward. Against a verify
+// block of as many rows it shows what the per-sequence work (attention, the DeltaNet recurrence
+// and conv, their states' traffic) adds to the shared GEMMs.
+absl::StatusOr<double> BatchedDecodeSeconds(const model::Qwen35Model& target,
+                                            std::span<const int64_t> context, int64_t token,
+                                            int64_t sequences) {
+  constexpr int kSteps = 8;
+  std::vector<model::Qwen35Cache> caches;
+  caches.reserve(sequences);
+  for (int64_t i = 0; i < sequences; ++i) {
+    absl::StatusOr<model::Qwen35Cache> cache = target.NewCache(context.size() + kSteps);
+    if (!cache.ok()) return cache.status();
+    caches.push_back(*std::move(cache));
+    if (absl::StatusOr<model::ForwardOutput> filled = target.Prefill(context, caches.back());
+        !filled.ok()) {
+      return filled.status();
+    }
+  }
+  std::vector<model::SequenceInput> batch;
+  batch.reserve(sequences);
+  for (model::Qwen35Cache& cache : caches) {
+    batch.push_back({.ids = std::span<const int64_t>(&token, 1),
+                     .cache = &cache,
+                     .options = {},
+                     .keep_for_rollback = false});
+  }
+  const Clock::time_point start = Clock::now();
+  for (int step = 0; step < kSteps; ++step) {
+    if (absl::StatusOr<std::vector<model::ForwardOutput>> stepped = target.ForwardBatch(batch);
+        !stepped.ok()) {
+      return stepped.status();
+    }
+  }
+  return SecondsSince(start) / kSteps;
+}
+
 absl::Status BenchDecode(const DecodeBenchFlags& flags) {
   if (!model::ops::ConfigureCpuThreads(flags.threads)) {
     return absl::InternalError("the kernel thread pool started before --threads was applied");
@@ -160,6 +199,13 @@ absl::Status BenchDecode(const DecodeBenchFlags& flags) {
   }
   const double block_s = SecondsSince(start) / kBlocks;
 
+  double batch_s = 0;
+  if (flags.batch > 0) {
+    absl::StatusOr<double> batched = BatchedDecodeSeconds(*target, prompt, next, flags.batch);
+    if (!batched.ok()) return batched.status();
+    batch_s = *batched;
+  }
+
   const double step_bytes = footprint->DecodeStepBytes();
   const double weight_bandwidth = step_bytes / decode_s;
   const double copy_bandwidth = HostCopyBandwidth(flags.copy_mib, threads);
@@ -179,6 +225,11 @@ absl::Status BenchDecode(const DecodeBenchFlags& flags) {
               static_cast<long long>(flags.tokens), 1 / decode_s);
   std::printf("verify block     %lld rows in %.2f ms: %.2f decode steps\n",
               static_cast<long long>(flags.block), block_s * 1e3, block_s / decode_s);
+  if (flags.batch > 0) {
+    std::printf(
+        "batched decode   %lld sequences in %.2f ms: %.2f decode steps, %.2f verify blocks\n",
+        static_cast<long long>(flags.batch), batch_s * 1e3, batch_s / decode_s, batch_s / block_s);
+  }
   std::printf("weight bandwidth %.2f GB/s\n", weight_bandwidth / 1e9);
   std::printf("copy bandwidth   %.2f GB/s (ParallelCopy, %lld MiB, %d threads)\n",
               copy_bandwidth / 1e9, static_cast<long long>(flags.copy_mib), threads);
@@ -215,6 +266,11 @@ void AddDecodeBench(CLI::App& bench) {
   command->add_option("--seed", flags->seed, "Seed of the random prompt")->capture_default_str();
   command->add_option("--block", flags->block, "Rows of the verify block timed")
       ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--batch", flags->batch,
+                   "Also time a decode step of this many sequences in one forward, each with its "
+                   "own cache of the prompt (as many prefills first)")
       ->check(CLI::PositiveNumber);
   AddCpuKernelOptions(*command, flags->model_options);
   command->callback([command, flags] { RunOrExit(*command, [&] { return BenchDecode(*flags); }); });
