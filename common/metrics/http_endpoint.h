@@ -1,17 +1,12 @@
 #pragma once
 // An HTTP server that answers GET /metrics with a Registry's Prometheus exposition, for
 // Prometheus to scrape. Runs on its own threads; other paths get 404.
-#include <atomic>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
+#include "common/http/http_server.h"
 #include "common/metrics/registry.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace specd::metrics {
 
@@ -22,20 +17,12 @@ class MetricsEndpoint {
   static absl::StatusOr<std::unique_ptr<MetricsEndpoint>> Start(const Registry& registry,
                                                                 const std::string& host, int port);
 
-  int port() const { return port_; }
-  // Stops the server and joins its thread; the port is free once this returns.
-  ~MetricsEndpoint();
-
-  MetricsEndpoint(const MetricsEndpoint&) = delete;
-  MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;
+  int port() const { return server_->port(); }
 
  private:
-  MetricsEndpoint(std::unique_ptr<httplib::Server> server, int port);
+  explicit MetricsEndpoint(std::unique_ptr<http::HttpServer> server) : server_(std::move(server)) {}
 
-  std::unique_ptr<httplib::Server> server_;
-  int port_;
-  std::atomic<bool> listen_returned_ = false;
-  std::thread thread_;
+  std::unique_ptr<http::HttpServer> server_;  // stops and frees the port when destroyed
 };
 
 // The Content-Type of Prometheus text format 0.0.4.
