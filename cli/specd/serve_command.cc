@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -36,6 +38,7 @@
 #include "nlohmann/json.hpp"
 #include "services/drafter/drafter_grpc.h"
 #include "services/drafter/drafter_handler.h"
+#include "services/openai/openai_server.h"
 #include "services/orchestrator/generation_grpc.h"
 #include "services/orchestrator/generation_handler.h"
 #include "services/trainer/service/trainer_server.h"
@@ -50,6 +53,9 @@ struct ServeFlags {
   std::string host = "0.0.0.0";
   int port = 50051;
   int metrics_port = -1;  // none
+  int http_port = -1;     // orchestrator, all: the OpenAI HTTP API; -1: none
+  std::string api_key;    // the public APIs' key; empty: --api-key-file, then SPECD_API_KEY
+  std::string api_key_file;
   double shutdown_timeout_s = 10;
   // verifier
   std::string model;
@@ -447,7 +453,49 @@ absl::Status BuildRole(const ServeFlags& flags, metrics::Registry& registry, Rol
       "--role ", name, " is not one of verifier, drafter, orchestrator, trainer, all"));
 }
 
+// The API key of --api-key, else of --api-key-file (its first line), else of SPECD_API_KEY;
+// empty when none is given (the APIs are open).
+absl::StatusOr<std::string> ApiKey(const ServeFlags& flags) {
+  if (!flags.api_key.empty()) return flags.api_key;
+  if (!flags.api_key_file.empty()) {
+    std::ifstream file(flags.api_key_file);
+    std::string key;
+    if (!file || !std::getline(file, key)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--api-key-file ", flags.api_key_file, " cannot be read"));
+    }
+    key = std::string(absl::StripAsciiWhitespace(key));
+    if (key.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--api-key-file ", flags.api_key_file, " holds no key"));
+    }
+    return key;
+  }
+  const char* from_environment = std::getenv("SPECD_API_KEY");
+  return std::string(from_environment == nullptr ? "" : from_environment);
+}
+
+// The OpenAI HTTP API on the role's generation handler, when --http-port asks for it.
+absl::StatusOr<std::unique_ptr<openai::OpenAiServer>> StartHttpApi(const ServeFlags& flags,
+                                                                   const std::string& api_key,
+                                                                   Role& role) {
+  if (flags.http_port < 0) return nullptr;
+  if (role.generation == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--http-port serves the generation API: --role orchestrator or all, not ", flags.role));
+  }
+  return openai::OpenAiServer::Start(
+      *role.generation, role.tokenizer.has_value() ? &*role.tokenizer : nullptr,
+      {.host = flags.host,
+       .port = flags.http_port,
+       .model_name = flags.model_name,
+       .threads = static_cast<int>(flags.max_running + flags.max_waiting) + 4,
+       .api_key = api_key});
+}
+
 absl::Status Serve(const ServeFlags& flags) {
+  absl::StatusOr<std::string> api_key = ApiKey(flags);
+  if (!api_key.ok()) return api_key.status();
   if (absl::Status installed = InstallStopHandler(); !installed.ok()) return installed;
   // Before any thread starts: whatever ends this process, its shared memory goes with it.
   if (absl::Status reaper = rpc::StartSharedMemoryReaper(); !reaper.ok()) return reaper;
@@ -461,6 +509,9 @@ absl::Status Serve(const ServeFlags& flags) {
     if (!started.ok()) return started.status();
     endpoint = *std::move(started);
   }
+  absl::StatusOr<std::unique_ptr<openai::OpenAiServer>> http_api =
+      StartHttpApi(flags, *api_key, role);
+  if (!http_api.ok()) return http_api.status();
   std::vector<grpc::Service*> services;
   for (const auto& service : role.services) services.push_back(service.get());
   if (role.trainer != nullptr) services.push_back(role.trainer->service());
@@ -474,6 +525,7 @@ absl::Status Serve(const ServeFlags& flags) {
             << absl::StrJoin(role.health_names, ", ") << " on " << flags.host << ":"
             << server->port;
   if (endpoint != nullptr) std::cerr << ", metrics on :" << endpoint->port() << "/metrics";
+  if (*http_api != nullptr) std::cerr << ", HTTP API on :" << (*http_api)->port();
   std::cerr << std::endl;
   if (waiting) {
     if (absl::Status joined = WaitForFirstPair(flags, *role.backends, *server->server);
@@ -487,6 +539,7 @@ absl::Status Serve(const ServeFlags& flags) {
   const absl::Duration drain = Seconds(flags.shutdown_timeout_s);
   rpc::SetServing(*server->server, false);
   if (role.generation != nullptr) role.generation->Shutdown(drain);
+  http_api->reset();  // its requests have ended with the handler's
   if (role.trainer != nullptr) role.trainer->Shutdown();  // jobs resume at the next start
   server->server->Shutdown(absl::ToChronoTime(absl::Now() + drain));
   std::cerr << "specd serve: stopped" << std::endl;
@@ -504,6 +557,14 @@ void AddServeCommand(CLI::App& app) {
   serve->add_option("--port", flags->port, "gRPC port (0: any free one)")->capture_default_str();
   serve->add_option("--metrics-port", flags->metrics_port,
                     "Prometheus /metrics port (0: any free one; default: none)");
+  serve->add_option("--http-port", flags->http_port,
+                    "orchestrator, all: the OpenAI-compatible HTTP API's port (/v1/completions, "
+                    "/v1/chat/completions, /v1/models, /health; 0: any free one; default: none)");
+  serve->add_option("--api-key", flags->api_key,
+                    "orchestrator, all: the key the HTTP API requires as `Authorization: Bearer` "
+                    "(visible to `ps`: prefer --api-key-file or SPECD_API_KEY; default: none)");
+  serve->add_option("--api-key-file", flags->api_key_file,
+                    "orchestrator, all: a file whose first line is the API key");
   serve
       ->add_option("--shutdown-timeout", flags->shutdown_timeout_s,
                    "seconds a SIGTERM lets running requests finish")

@@ -82,6 +82,23 @@ const char* FinishReasonLabel(v1::FinishReason reason) {
 
 }  // namespace
 
+void MergeStreamMessage(const v1::GenerateStreamResponse& message, v1::GenerateResponse& response) {
+  // Deltas are appended; cumulative fields keep the last value.
+  response.set_request_id(message.request_id());
+  response.mutable_token_ids()->MergeFrom(message.token_ids());
+  response.mutable_text()->append(message.text());
+  response.set_finish_reason(message.finish_reason());
+  *response.mutable_stop_match() = message.stop_match();
+  *response.mutable_usage() = message.usage();
+  *response.mutable_acceptance() = message.acceptance();
+  response.mutable_acceptance_lengths()->MergeFrom(message.acceptance_lengths());
+  response.set_regime(message.regime());
+  response.set_seed(message.seed());
+  response.mutable_logprobs()->MergeFrom(message.logprobs());
+  response.mutable_prompt_token_ids()->MergeFrom(message.prompt_token_ids());
+  *response.mutable_timing() = message.timing();
+}
+
 // A request checked and resolved against the server's defaults.
 struct GenerationHandler::Prepared {
   std::vector<int64_t> prompt;
@@ -200,24 +217,11 @@ absl::StatusOr<v1::GenerateResponse> GenerationHandler::Generate(const v1::Gener
   v1::GenerateStreamRequest stream_request;
   stream_request.ParseFromString(request.SerializeAsString());
   v1::GenerateResponse response;
-  absl::Status status = Run(
-      std::move(stream_request), cancelled, [&response](const v1::GenerateStreamResponse& message) {
-        // Deltas are appended; cumulative fields keep the last value.
-        response.set_request_id(message.request_id());
-        response.mutable_token_ids()->MergeFrom(message.token_ids());
-        response.mutable_text()->append(message.text());
-        response.set_finish_reason(message.finish_reason());
-        *response.mutable_stop_match() = message.stop_match();
-        *response.mutable_usage() = message.usage();
-        *response.mutable_acceptance() = message.acceptance();
-        response.mutable_acceptance_lengths()->MergeFrom(message.acceptance_lengths());
-        response.set_regime(message.regime());
-        response.set_seed(message.seed());
-        response.mutable_logprobs()->MergeFrom(message.logprobs());
-        response.mutable_prompt_token_ids()->MergeFrom(message.prompt_token_ids());
-        *response.mutable_timing() = message.timing();
-        return true;
-      });
+  absl::Status status = Run(std::move(stream_request), cancelled,
+                            [&response](const v1::GenerateStreamResponse& message) {
+                              MergeStreamMessage(message, response);
+                              return true;
+                            });
   if (!status.ok()) return status;
   return response;
 }
@@ -396,12 +400,12 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
       engine::RunDecodeLoop(*ports->target, ports->draft.get(), tokenizer_, prepared.stop, hooks);
   if (!result.ok()) return result.status();
   if (result->stop_reason != engine::StopReason::kCancelled) return absl::OkStatus();
+  record.finished_reason = "abort";
   if (client_gone) return absl::CancelledError("the client went away");
   if (flight.aborted) {
     send(nullptr, static_cast<int64_t>(result->ids.size()), v1::FINISH_REASON_ABORT, nullptr);
     return absl::OkStatus();
   }
-  record.finished_reason = "abort";
   return absl::CancelledError("the client cancelled or its deadline passed");
 }
 

@@ -43,6 +43,9 @@ struct OrchestratorOptions {
   text::ChatFlavor chat_flavor = text::ChatFlavor::kQwen3_5;
 };
 
+// Adds one stream message to the unary response the stream adds up to.
+void MergeStreamMessage(const v1::GenerateStreamResponse& message, v1::GenerateResponse& response);
+
 class GenerationHandler {
  public:
   // Requests are UNAVAILABLE until a pair has joined `backends` (its target sets the limits they
