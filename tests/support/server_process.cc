@@ -45,7 +45,9 @@ std::unique_ptr<ServerProcess> ServerProcess::Start(const std::vector<std::strin
     return nullptr;
   }
   std::unique_ptr<ServerProcess> server(new ServerProcess(pid, log_path));
-  const std::regex listening(R"(specd serve: .*? on [^ ,]*:(\d+)(, metrics on :(\d+))?)");
+  // The whole line (the server writes it in pieces): gRPC, then metrics and HTTP if served.
+  const std::regex listening(
+      R"(specd serve: .*? on [^ ,]*:(\d+)(, metrics on :(\d+)/metrics)?(, HTTP API on :(\d+))?\n)");
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     std::smatch match;
@@ -55,6 +57,7 @@ std::unique_ptr<ServerProcess> ServerProcess::Start(const std::vector<std::strin
     } else if (std::regex_search(log, match, listening)) {
       server->port_ = std::stoi(match[1]);
       if (match[3].matched) server->metrics_port_ = std::stoi(match[3]);
+      if (match[5].matched) server->http_port_ = std::stoi(match[5]);
       return server;
     }
     if (!server->running()) break;

@@ -1,8 +1,8 @@
 #pragma once
 // A long-running server (e.g. `specd serve --role verifier …`) started as a real child process
 // for integration tests: its stderr goes to a file, and Start waits for the line a specd server
-// prints once it listens ("specd serve: … on HOST:PORT[, metrics on :M/metrics]") or another
-// server's ready line.
+// prints once it listens ("specd serve: … on HOST:PORT[, metrics on :M/metrics][, HTTP API on
+// :H]") or another server's ready line.
 #include <sys/types.h>
 
 #include <chrono>
@@ -25,6 +25,7 @@ class ServerProcess {
 
   int port() const { return port_; }
   int metrics_port() const { return metrics_port_; }  // -1 without --metrics-port
+  int http_port() const { return http_port_; }        // -1 without --http-port
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   pid_t pid() const { return pid_; }
 
@@ -42,6 +43,7 @@ class ServerProcess {
   std::filesystem::path log_path_;
   int port_ = 0;
   int metrics_port_ = -1;
+  int http_port_ = -1;
   bool reaped_ = false;
   int exit_code_ = -1;
 };

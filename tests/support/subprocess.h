@@ -12,7 +12,8 @@ struct ProcessResult {
   std::string err;     // everything written to stderr
 };
 
-// Runs `argv[0]` with `argv` (no shell), optionally feeding `stdin_text`, and waits for it.
+// Runs `argv[0]` (looked up on PATH when it names no directory, e.g. "curl") with `argv` (no
+// shell), optionally feeding `stdin_text`, and waits for it.
 ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string& stdin_text = "");
 
 }  // namespace specd::testing
