@@ -20,13 +20,16 @@ void AddClientOptions(CLI::App& app, ClientOptions& options) {
   app.add_option("--timeout", options.timeout_seconds,
                  "deadline of each call in seconds (default 30; none for a followed stream)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--api-key", options.api_key, "the server's API key, if it requires one")
+      ->envname("SPECD_API_KEY");
 }
 
 std::shared_ptr<grpc::Channel> Connect(const ClientOptions& options) {
   return rpc::Connect(options.address);
 }
 
-void SetDeadline(grpc::ClientContext& context, const ClientOptions& options, bool streaming) {
+void ConfigureCall(grpc::ClientContext& context, const ClientOptions& options, bool streaming) {
+  if (!options.api_key.empty()) context.AddMetadata("authorization", "Bearer " + options.api_key);
   double seconds = options.timeout_seconds;
   if (seconds == 0 && !streaming) seconds = kDefaultTimeoutSeconds;
   if (seconds == 0) return;

@@ -62,7 +62,7 @@ void Generate(const GenerateFlags& flags, const ClientOptions& options) {
   auto stub = v1::GenerationService::NewStub(Connect(options));
   const v1::GenerateRequest request = Request(flags);
   grpc::ClientContext context;
-  SetDeadline(context, options, flags.stream);
+  ConfigureCall(context, options, flags.stream);
   if (!flags.stream) {
     v1::GenerateResponse response;
     ExitOnError(stub->Generate(&context, request, &response));

@@ -16,7 +16,7 @@ void AddHealthCommand(CLI::App& app, const ClientOptions& options) {
   health->callback([service, &options] {
     auto stub = grpc::health::v1::Health::NewStub(Connect(options));
     grpc::ClientContext context;
-    SetDeadline(context, options);
+    ConfigureCall(context, options);
     grpc::health::v1::HealthCheckRequest request;
     request.set_service(*service);
     grpc::health::v1::HealthCheckResponse response;

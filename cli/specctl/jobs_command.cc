@@ -157,7 +157,7 @@ void Submit(const ClientOptions& options, const SubmitFlags& flags) {
     (*request.mutable_labels())[label.substr(0, equals)] = label.substr(equals + 1);
   }
   grpc::ClientContext context;
-  SetDeadline(context, options);
+  ConfigureCall(context, options);
   v1::SubmitJobResponse response;
   ExitOnError(Trainer(options)->SubmitJob(&context, request, &response));
   std::cout << absl::StrFormat("%-18s %s\n", "job_id:", response.job().job_id())
@@ -182,7 +182,7 @@ void List(const ClientOptions& options, const ListFlags& flags) {
   v1::ListJobsResponse all;
   do {
     grpc::ClientContext context;
-    SetDeadline(context, options);
+    ConfigureCall(context, options);
     v1::ListJobsResponse page;
     ExitOnError(stub->ListJobs(&context, request, &page));
     for (v1::Job& job : *page.mutable_jobs()) *all.add_jobs() = std::move(job);
@@ -199,7 +199,7 @@ void Get(const ClientOptions& options, const std::string& job_id, bool json) {
   v1::GetJobRequest request;
   request.set_job_id(job_id);
   grpc::ClientContext context;
-  SetDeadline(context, options);
+  ConfigureCall(context, options);
   v1::GetJobResponse response;
   ExitOnError(Trainer(options)->GetJob(&context, request, &response));
   if (json) {
@@ -215,7 +215,7 @@ void Logs(const ClientOptions& options, const std::string& job_id, bool follow, 
   request.set_follow(follow);
   if (tail >= 0) request.set_tail_lines(static_cast<uint32_t>(tail));
   grpc::ClientContext context;
-  SetDeadline(context, options, /*streaming=*/follow);
+  ConfigureCall(context, options, /*streaming=*/follow);
   std::unique_ptr<grpc::ClientReader<v1::StreamLogsResponse>> reader =
       Trainer(options)->StreamLogs(&context, request);
   v1::StreamLogsResponse response;
@@ -231,7 +231,7 @@ void Cancel(const ClientOptions& options, const std::string& job_id, const std::
   request.set_job_id(job_id);
   request.set_reason(reason);
   grpc::ClientContext context;
-  SetDeadline(context, options);
+  ConfigureCall(context, options);
   v1::CancelJobResponse response;
   ExitOnError(Trainer(options)->CancelJob(&context, request, &response));
   std::cout << absl::StrFormat("%-18s %s\n", "job_id:", response.job().job_id())

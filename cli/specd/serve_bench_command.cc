@@ -38,6 +38,7 @@
 #include "common/metrics/registry.h"
 #include "common/model/dflash_drafter.h"
 #include "common/model/qwen35_model.h"
+#include "common/rpc/api_key.h"
 #include "common/rpc/grpc_server.h"
 #include "common/text/tokenizer.h"
 #include "nlohmann/json.hpp"
@@ -401,7 +402,7 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
        .draft_batches = [&] { return drafter_handler_shared->batching_stats(); }}};
   for (const SweptPath& path : swept) {
     if (std::find(flags.sweep.begin(), flags.sweep.end(), path.name) == flags.sweep.end()) continue;
-    orchestrator::GenerationGrpcService service(*path.handler);
+    orchestrator::GenerationGrpcService service(*path.handler, rpc::ApiKey());
     absl::StatusOr<rpc::GrpcServer> server =
         rpc::StartGrpcServer("127.0.0.1:0", {&service}, {}, registry);
     if (!server.ok()) return server.status();

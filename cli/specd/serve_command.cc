@@ -31,6 +31,7 @@
 #include "common/model/dflash_drafter.h"
 #include "common/model/qwen35_model.h"
 #include "common/model/token_head.h"
+#include "common/rpc/api_key.h"
 #include "common/rpc/grpc_server.h"
 #include "common/rpc/resolve_hosts.h"
 #include "common/rpc/shared_memory_region.h"
@@ -385,7 +386,8 @@ absl::Status AddOrchestrator(const ServeFlags& flags, const std::string& tokeniz
            .chat_flavor = text::ChatFlavor::kQwen3_5});
   if (!handler.ok()) return handler.status();
   role.generation = *std::move(handler);
-  role.services.push_back(std::make_unique<orchestrator::GenerationGrpcService>(*role.generation));
+  role.services.push_back(std::make_unique<orchestrator::GenerationGrpcService>(
+      *role.generation, rpc::ApiKey(flags.api_key)));
   role.health_names.push_back("specd.v1.GenerationService");
   return absl::OkStatus();
 }
@@ -419,7 +421,8 @@ absl::Status BuildRole(const ServeFlags& flags, metrics::Registry& registry, Rol
              .allowed_roots = {flags.allowed_roots.begin(), flags.allowed_roots.end()},
              .specd_binary = std::filesystem::read_symlink("/proc/self/exe"),
              .max_running_jobs = flags.max_running_jobs,
-             .cancel_grace = absl::Seconds(10)},
+             .cancel_grace = absl::Seconds(10),
+             .api_key = flags.api_key},
             registry);
     if (!trainer.ok()) return trainer.status();
     role.trainer = *std::move(trainer);
@@ -477,7 +480,6 @@ absl::StatusOr<std::string> ApiKey(const ServeFlags& flags) {
 
 // The OpenAI HTTP API on the role's generation handler, when --http-port asks for it.
 absl::StatusOr<std::unique_ptr<openai::OpenAiServer>> StartHttpApi(const ServeFlags& flags,
-                                                                   const std::string& api_key,
                                                                    Role& role) {
   if (flags.http_port < 0) return nullptr;
   if (role.generation == nullptr) {
@@ -490,12 +492,13 @@ absl::StatusOr<std::unique_ptr<openai::OpenAiServer>> StartHttpApi(const ServeFl
        .port = flags.http_port,
        .model_name = flags.model_name,
        .threads = static_cast<int>(flags.max_running + flags.max_waiting) + 4,
-       .api_key = api_key});
+       .api_key = flags.api_key});
 }
 
-absl::Status Serve(const ServeFlags& flags) {
+absl::Status Serve(ServeFlags flags) {
   absl::StatusOr<std::string> api_key = ApiKey(flags);
   if (!api_key.ok()) return api_key.status();
+  flags.api_key = *std::move(api_key);  // from here on, the key whichever way it came
   if (absl::Status installed = InstallStopHandler(); !installed.ok()) return installed;
   // Before any thread starts: whatever ends this process, its shared memory goes with it.
   if (absl::Status reaper = rpc::StartSharedMemoryReaper(); !reaper.ok()) return reaper;
@@ -509,8 +512,7 @@ absl::Status Serve(const ServeFlags& flags) {
     if (!started.ok()) return started.status();
     endpoint = *std::move(started);
   }
-  absl::StatusOr<std::unique_ptr<openai::OpenAiServer>> http_api =
-      StartHttpApi(flags, *api_key, role);
+  absl::StatusOr<std::unique_ptr<openai::OpenAiServer>> http_api = StartHttpApi(flags, role);
   if (!http_api.ok()) return http_api.status();
   std::vector<grpc::Service*> services;
   for (const auto& service : role.services) services.push_back(service.get());
@@ -561,10 +563,11 @@ void AddServeCommand(CLI::App& app) {
                     "orchestrator, all: the OpenAI-compatible HTTP API's port (/v1/completions, "
                     "/v1/chat/completions, /v1/models, /health; 0: any free one; default: none)");
   serve->add_option("--api-key", flags->api_key,
-                    "orchestrator, all: the key the HTTP API requires as `Authorization: Bearer` "
-                    "(visible to `ps`: prefer --api-key-file or SPECD_API_KEY; default: none)");
+                    "orchestrator, trainer, all: the key the HTTP API and the generation and "
+                    "trainer services require as `Authorization: Bearer` (visible to `ps`: "
+                    "prefer --api-key-file or SPECD_API_KEY; default: none)");
   serve->add_option("--api-key-file", flags->api_key_file,
-                    "orchestrator, all: a file whose first line is the API key");
+                    "orchestrator, trainer, all: a file whose first line is the API key");
   serve
       ->add_option("--shutdown-timeout", flags->shutdown_timeout_s,
                    "seconds a SIGTERM lets running requests finish")

@@ -26,15 +26,6 @@ void SendError(httplib::Response& response, const absl::Status& status) {
   response.set_content(Serialize(ErrorObject(status)), kJson);
 }
 
-// Equal keys compare in the same time as unequal ones of the same length, so the comparison
-// does not tell an attacker how much of a guess was right.
-bool SameSecret(std::string_view given, std::string_view expected) {
-  if (given.size() != expected.size()) return false;
-  unsigned char difference = 0;
-  for (size_t i = 0; i < given.size(); ++i) difference |= given[i] ^ expected[i];
-  return difference == 0;
-}
-
 bool Send(httplib::DataSink& sink, const std::string& data) {
   return sink.write(data.data(), data.size());
 }
@@ -138,9 +129,7 @@ absl::StatusOr<std::unique_ptr<OpenAiServer>> OpenAiServer::Start(
 }
 
 bool OpenAiServer::Authorized(const httplib::Request& request) const {
-  if (options_.api_key.empty()) return true;
-  return SameSecret(request.get_header_value("Authorization"),
-                    absl::StrCat("Bearer ", options_.api_key));
+  return api_key_.Admits(request.get_header_value("Authorization"));
 }
 
 void OpenAiServer::Health(httplib::Response& response) {

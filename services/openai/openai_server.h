@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/http/http_server.h"
+#include "common/rpc/api_key.h"
 #include "common/text/tokenizer.h"
 #include "services/orchestrator/generation_handler.h"
 
@@ -59,6 +60,7 @@ class OpenAiServer {
       : handler_(handler),
         tokenizer_(tokenizer),
         options_(std::move(options)),
+        api_key_(options_.api_key),
         started_(static_cast<int64_t>(std::time(nullptr))) {}
 
   bool Authorized(const httplib::Request& request) const;
@@ -69,6 +71,7 @@ class OpenAiServer {
   orchestrator::GenerationHandler& handler_;
   const text::Tokenizer* tokenizer_;
   const OpenAiServerOptions options_;
+  const rpc::ApiKey api_key_;
   const int64_t started_;  // Unix seconds: /v1/models' `created`
   std::unique_ptr<http::HttpServer> server_;
 };

@@ -1,6 +1,10 @@
 #pragma once
-// The public GenerationService over gRPC, on a GenerationHandler: a client's cancellation or
-// deadline reaches the handler as `cancelled`, which it checks before every step.
+// The public GenerationService over gRPC, on a GenerationHandler, each call behind the server's
+// API key: a client's cancellation or deadline reaches the handler as `cancelled`, which it
+// checks before every step.
+#include <utility>
+
+#include "common/rpc/api_key.h"
 #include "services/orchestrator/generation_handler.h"
 #include "specd/v1/generation.grpc.pb.h"
 
@@ -9,7 +13,8 @@ namespace specd::orchestrator {
 class GenerationGrpcService final : public v1::GenerationService::Service {
  public:
   // `handler` must outlive the service.
-  explicit GenerationGrpcService(GenerationHandler& handler) : handler_(handler) {}
+  GenerationGrpcService(GenerationHandler& handler, rpc::ApiKey api_key)
+      : handler_(handler), api_key_(std::move(api_key)) {}
 
   grpc::Status Generate(grpc::ServerContext* context, const v1::GenerateRequest* request,
                         v1::GenerateResponse* response) override;
@@ -23,6 +28,7 @@ class GenerationGrpcService final : public v1::GenerationService::Service {
 
  private:
   GenerationHandler& handler_;
+  const rpc::ApiKey api_key_;
 };
 
 }  // namespace specd::orchestrator

@@ -32,6 +32,7 @@
 #include "tests/support/prometheus_server.h"
 #include "tests/support/server_process.h"
 #include "tests/support/subprocess.h"
+#include "tests/support/temp_dir.h"
 
 namespace specd {
 namespace {
@@ -325,6 +326,26 @@ TEST(SpecdServeTest, BadInputIsAnsweredWithTheContractsCodes) {
   const ProcessResult unreachable = Specctl("127.0.0.1:1", {"generate", "--ids", "1"});
   EXPECT_EQ(unreachable.exit_code, 1);
   EXPECT_THAT(unreachable.err, HasSubstr("specctl: UNAVAILABLE"));
+}
+
+TEST(SpecdServeTest, WithAnApiKeyGenerationNeedsItAndHealthDoesNot) {
+  const ::specd::testing::TempDir dir;
+  std::ofstream(dir.path() / "key") << "sesame\n";
+  std::unique_ptr<ServerProcess> all =
+      Serve({"--role", "all", "--model", Target(), "--drafter", Drafter(), "--api-key-file",
+             (dir.path() / "key").string()});
+  ASSERT_NE(all, nullptr);
+  for (const std::vector<std::string>& refused :
+       {std::vector<std::string>{"generate", "--ids", "1,2,3"},
+        std::vector<std::string>{"--api-key", "open", "generate", "--ids", "1,2,3"}}) {
+    const ProcessResult run = Specctl(all->address(), refused);
+    EXPECT_EQ(run.exit_code, 1);
+    EXPECT_THAT(run.err, HasSubstr("specctl: UNAUTHENTICATED"));
+  }
+  const ProcessResult keyed = Specctl(all->address(), {"--api-key", "sesame", "generate", "--ids",
+                                                       "1,2,3", "--max-new-tokens", "4"});
+  EXPECT_EQ(keyed.exit_code, 0) << keyed.err;
+  EXPECT_EQ(Specctl(all->address(), {"health"}).exit_code, 0);
 }
 
 TEST(SpecdServeTest, AKilledVerifierLeavesNothingInSharedMemory) {

@@ -32,7 +32,8 @@ absl::StatusOr<std::unique_ptr<TrainerServer>> TrainerServer::Create(
                         *server->store_, *server->metrics_);
   if (!runner.ok()) return runner.status();
   server->runner_ = *std::move(runner);
-  server->service_ = std::make_unique<TrainerServiceImpl>(*server->store_, *server->runner_);
+  server->service_ = std::make_unique<TrainerServiceImpl>(*server->store_, *server->runner_,
+                                                          rpc::ApiKey(options.api_key));
   return server;
 }
 

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -33,6 +34,8 @@ struct TrainerServerOptions {
   int max_running_jobs = 1;
   // Between SIGTERM and SIGKILL when a running job is cancelled or the trainer stops.
   absl::Duration cancel_grace = absl::Seconds(10);
+  // What every call must carry as `authorization: Bearer` metadata; empty: none.
+  std::string api_key;
 };
 
 class TrainerServer {

@@ -18,34 +18,40 @@ constexpr size_t kLinesPerMessage = 256;
 
 }  // namespace
 
-grpc::Status TrainerServiceImpl::SubmitJob(grpc::ServerContext*,
+grpc::Status TrainerServiceImpl::SubmitJob(grpc::ServerContext* context,
                                            const v1::SubmitJobRequest* request,
                                            v1::SubmitJobResponse* response) {
+  if (grpc::Status denied = api_key_.Check(*context); !denied.ok()) return denied;
   absl::StatusOr<v1::SubmitJobResponse> submitted = runner_.Submit(*request);
   if (!submitted.ok()) return rpc::ToGrpcStatus(submitted.status());
   *response = *std::move(submitted);
   return grpc::Status::OK;
 }
 
-grpc::Status TrainerServiceImpl::GetJob(grpc::ServerContext*, const v1::GetJobRequest* request,
+grpc::Status TrainerServiceImpl::GetJob(grpc::ServerContext* context,
+                                        const v1::GetJobRequest* request,
                                         v1::GetJobResponse* response) {
+  if (grpc::Status denied = api_key_.Check(*context); !denied.ok()) return denied;
   absl::StatusOr<v1::Job> job = store_.Get(request->job_id());
   if (!job.ok()) return rpc::ToGrpcStatus(job.status());
   *response->mutable_job() = *std::move(job);
   return grpc::Status::OK;
 }
 
-grpc::Status TrainerServiceImpl::ListJobs(grpc::ServerContext*, const v1::ListJobsRequest* request,
+grpc::Status TrainerServiceImpl::ListJobs(grpc::ServerContext* context,
+                                          const v1::ListJobsRequest* request,
                                           v1::ListJobsResponse* response) {
+  if (grpc::Status denied = api_key_.Check(*context); !denied.ok()) return denied;
   absl::StatusOr<v1::ListJobsResponse> listed = store_.List(*request);
   if (!listed.ok()) return rpc::ToGrpcStatus(listed.status());
   *response = *std::move(listed);
   return grpc::Status::OK;
 }
 
-grpc::Status TrainerServiceImpl::CancelJob(grpc::ServerContext*,
+grpc::Status TrainerServiceImpl::CancelJob(grpc::ServerContext* context,
                                            const v1::CancelJobRequest* request,
                                            v1::CancelJobResponse* response) {
+  if (grpc::Status denied = api_key_.Check(*context); !denied.ok()) return denied;
   absl::StatusOr<v1::Job> job = runner_.Cancel(request->job_id(), request->reason());
   if (!job.ok()) return rpc::ToGrpcStatus(job.status());
   *response->mutable_job() = *std::move(job);
@@ -55,6 +61,7 @@ grpc::Status TrainerServiceImpl::CancelJob(grpc::ServerContext*,
 grpc::Status TrainerServiceImpl::StreamLogs(grpc::ServerContext* context,
                                             const v1::StreamLogsRequest* request,
                                             grpc::ServerWriter<v1::StreamLogsResponse>* writer) {
+  if (grpc::Status denied = api_key_.Check(*context); !denied.ok()) return denied;
   absl::StatusOr<v1::Job> job = store_.Get(request->job_id());
   if (!job.ok()) return rpc::ToGrpcStatus(job.status());
   JobLogReader reader(std::filesystem::path(job->output_dir()) / "job.log");

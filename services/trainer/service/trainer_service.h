@@ -1,10 +1,12 @@
 #pragma once
 // specd.v1.TrainerService on gRPC's synchronous API: the RPCs of trainer.proto over a JobStore
-// (reads) and a JobRunner (submission, cancellation).
+// (reads) and a JobRunner (submission, cancellation), each behind the server's API key.
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <utility>
 
+#include "common/rpc/api_key.h"
 #include "services/trainer/service/job_runner.h"
 #include "services/trainer/service/job_store.h"
 #include "specd/v1/trainer.grpc.pb.h"
@@ -13,7 +15,8 @@ namespace specd::trainer {
 
 class TrainerServiceImpl final : public v1::TrainerService::Service {
  public:
-  TrainerServiceImpl(JobStore& store, JobRunner& runner) : store_(store), runner_(runner) {}
+  TrainerServiceImpl(JobStore& store, JobRunner& runner, rpc::ApiKey api_key)
+      : store_(store), runner_(runner), api_key_(std::move(api_key)) {}
 
   grpc::Status SubmitJob(grpc::ServerContext* context, const v1::SubmitJobRequest* request,
                          v1::SubmitJobResponse* response) override;
@@ -34,6 +37,7 @@ class TrainerServiceImpl final : public v1::TrainerService::Service {
  private:
   JobStore& store_;
   JobRunner& runner_;
+  const rpc::ApiKey api_key_;
   std::atomic<bool> stopping_ = false;
 };
 

@@ -76,13 +76,15 @@ std::string PretrainConfig(int steps, int save_every) {
       "\nlr: 0.003\nvalidate_every: 0\nsave_every: ", save_every, "\nvalidation_sequences: 2\n");
 }
 
-TrainerHarness::TrainerHarness(const std::filesystem::path& work_root, int max_running_jobs) {
+TrainerHarness::TrainerHarness(const std::filesystem::path& work_root, int max_running_jobs,
+                               const std::string& api_key) {
   absl::StatusOr<std::unique_ptr<TrainerServer>> trainer = TrainerServer::Create(
       {.work_root = work_root,
        .allowed_roots = {SharedTrainingData().dir, SharedTrainingData().model_config.parent_path()},
        .specd_binary = SPECD_BINARY,
        .max_running_jobs = max_running_jobs,
-       .cancel_grace = absl::Seconds(2)},
+       .cancel_grace = absl::Seconds(2),
+       .api_key = api_key},
       registry_);
   EXPECT_TRUE(trainer.ok()) << trainer.status();
   if (!trainer.ok()) return;

@@ -36,8 +36,10 @@ std::string PretrainConfig(int steps, int save_every);
 class TrainerHarness {
  public:
   // A trainer on `work_root` with a 2 s cancel grace, served on 127.0.0.1 on a free port; its
-  // jobs may name paths under the work root and the training data's directories.
-  explicit TrainerHarness(const std::filesystem::path& work_root, int max_running_jobs = 1);
+  // jobs may name paths under the work root and the training data's directories. With an
+  // `api_key`, its calls need it (the harness's own calls send none).
+  explicit TrainerHarness(const std::filesystem::path& work_root, int max_running_jobs = 1,
+                          const std::string& api_key = "");
   ~TrainerHarness() { Stop(); }
 
   // Stops the trainer (its jobs stay RUNNING, to resume) and then the gRPC server.

@@ -142,6 +142,22 @@ TEST_F(TrainerServiceTest, AConfigWithAnUnknownKeyIsRefusedAtSubmission) {
   EXPECT_EQ(listed.jobs_size(), 0);
 }
 
+TEST_F(TrainerServiceTest, WithAnApiKeyACallWithoutItIsUnauthenticatedAndSubmitsNothing) {
+  TrainerHarness trainer(work_root_.path(), /*max_running_jobs=*/1, /*api_key=*/"sesame");
+  EXPECT_EQ(trainer.Submit(v1::JOB_TYPE_PACK, PackConfig(), "keyless").status().code(),
+            absl::StatusCode::kUnauthenticated);
+  grpc::ClientContext wrong;
+  wrong.AddMetadata("authorization", "Bearer open");
+  v1::ListJobsResponse listed;
+  EXPECT_EQ(trainer.stub().ListJobs(&wrong, v1::ListJobsRequest(), &listed).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  grpc::ClientContext keyed;
+  keyed.AddMetadata("authorization", "Bearer sesame");
+  ASSERT_TRUE(trainer.stub().ListJobs(&keyed, v1::ListJobsRequest(), &listed).ok());
+  EXPECT_EQ(listed.jobs_size(), 0);
+  EXPECT_FALSE(std::filesystem::exists(work_root_.path() / "jobs"));
+}
+
 // What a client may make the trainer write or read: nothing outside its allowed roots (here the
 // work root and the training data's directories), however the path gets there.
 TEST_F(TrainerServiceTest, PathsOutsideTheAllowedRootsAreDeniedAtSubmissionTouchingNothing) {
@@ -369,7 +385,8 @@ TEST_F(TrainerServiceTest, ASecondTrainerOnTheSameWorkRootIsRefused) {
                              .allowed_roots = {},
                              .specd_binary = SPECD_BINARY,
                              .max_running_jobs = 1,
-                             .cancel_grace = absl::Seconds(1)},
+                             .cancel_grace = absl::Seconds(1),
+                             .api_key = ""},
                             registry);
   EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
 }
