@@ -14,7 +14,7 @@ packages=(
   libcli11-dev libspdlog-dev libyaml-cpp-dev libpng-dev libssl-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev prometheus
-  curl  # the HTTP API checked as a shell user reaches it (tests/interop)
+  curl openssl  # the HTTP API as a shell user reaches it; the TLS tests' certificates
   libopenblas-dev  # cblas.h for the W4A16 benchmark's OpenBLAS peer (tests/bench)
   # deploy checks (tests/deploy): YAML lint, and Go with the template functions Helm uses, to
   # render the chart where no helm binary exists

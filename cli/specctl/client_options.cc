@@ -22,10 +22,18 @@ void AddClientOptions(CLI::App& app, ClientOptions& options) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--api-key", options.api_key, "the server's API key, if it requires one")
       ->envname("SPECD_API_KEY");
+  app.add_option("--tls-ca", options.tls.ca,
+                 "connect over TLS, trusting servers whose certificate these PEM roots sign");
+  app.add_option("--tls-cert", options.tls.cert,
+                 "with --tls-ca: this client's PEM certificate, for servers that ask (mutual TLS)");
+  app.add_option("--tls-key", options.tls.key, "the PEM private key of --tls-cert");
 }
 
 std::shared_ptr<grpc::Channel> Connect(const ClientOptions& options) {
-  return rpc::Connect(options.address);
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      rpc::ChannelCredentialsOf(options.tls);
+  ExitOnError(credentials.status());
+  return rpc::Connect(options.address, *credentials);
 }
 
 void ConfigureCall(grpc::ClientContext& context, const ClientOptions& options, bool streaming) {

@@ -8,6 +8,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
+#include "common/rpc/tls.h"
 
 namespace specd::specctl {
 
@@ -17,12 +18,15 @@ struct ClientOptions {
   double timeout_seconds = 0;
   // Sent as `authorization: Bearer <key>` metadata; empty: none.
   std::string api_key;
+  // TLS when tls.ca is set (with tls.cert and tls.key, mutual); plain text otherwise.
+  rpc::TlsFiles tls;
 };
 
-// Adds --addr (or $SPECCTL_ADDR), --timeout and --api-key (or $SPECD_API_KEY) to the top-level
-// command.
+// Adds --addr (or $SPECCTL_ADDR), --timeout, --api-key (or $SPECD_API_KEY) and the TLS files
+// to the top-level command.
 void AddClientOptions(CLI::App& app, ClientOptions& options);
 
+// A channel to the server; ends the command when a TLS file cannot be read.
 std::shared_ptr<grpc::Channel> Connect(const ClientOptions& options);
 
 // Sets the call's deadline from the options (`streaming` calls have none unless --timeout says)

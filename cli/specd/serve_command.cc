@@ -35,6 +35,7 @@
 #include "common/rpc/grpc_server.h"
 #include "common/rpc/resolve_hosts.h"
 #include "common/rpc/shared_memory_region.h"
+#include "common/rpc/tls.h"
 #include "common/text/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "services/drafter/drafter_grpc.h"
@@ -57,6 +58,7 @@ struct ServeFlags {
   int http_port = -1;     // orchestrator, all: the OpenAI HTTP API; -1: none
   std::string api_key;    // the public APIs' key; empty: --api-key-file, then SPECD_API_KEY
   std::string api_key_file;
+  rpc::TlsFiles tls;  // serving gRPC and HTTP; connecting (orchestrator): ca, and cert for mTLS
   double shutdown_timeout_s = 10;
   // verifier
   std::string model;
@@ -296,30 +298,35 @@ absl::Status AddDrafter(const ServeFlags& flags, const std::string& target_dir,
 
 // The clients of a pair named `host`: its verifier at `verifier_addr`, its drafter at
 // `drafter_addr` (none: target-only).
-orchestrator::BackendPair ConnectPair(const std::string& host, const std::string& verifier_addr,
-                                      const std::string& drafter_addr, absl::Duration timeout) {
+orchestrator::BackendPair ConnectPair(
+    const std::string& host, const std::string& verifier_addr, const std::string& drafter_addr,
+    absl::Duration timeout, const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
   return orchestrator::BackendPair{
       .host = host,
-      .verifier =
-          std::make_shared<verifier::GrpcVerifierClient>(rpc::Connect(verifier_addr), timeout),
+      .verifier = std::make_shared<verifier::GrpcVerifierClient>(
+          rpc::Connect(verifier_addr, credentials), timeout),
       .drafter = drafter_addr.empty() ? nullptr
                                       : std::make_shared<drafter::GrpcDrafterClient>(
-                                            rpc::Connect(drafter_addr), timeout)};
+                                            rpc::Connect(drafter_addr, credentials), timeout)};
 }
 
 // The orchestrator's pairs from its flags: --pairs hosts (discovered), or the one verifier (and
 // drafter) at --verifier-addr (--drafter-addr), asked for now and every --pairs-refresh seconds:
 // the order an init system or a compose file starts the processes in does not matter.
-std::unique_ptr<orchestrator::BackendPool> RemotePairs(const ServeFlags& flags) {
+absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> RemotePairs(const ServeFlags& flags) {
   const absl::Duration timeout = Seconds(flags.call_timeout_s);
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      rpc::ChannelCredentialsOf(flags.tls);
+  if (!credentials.ok()) return credentials.status();
   orchestrator::BackendPool::Discover discover;
   orchestrator::BackendPool::Connect connect;
   if (flags.pairs.empty()) {
     discover = [host = flags.verifier_addr]() -> absl::StatusOr<std::vector<std::string>> {
       return std::vector<std::string>{host};
     };
-    connect = [drafter_addr = flags.drafter_addr, timeout](const std::string& host) {
-      return ConnectPair(host, host, drafter_addr, timeout);
+    connect = [drafter_addr = flags.drafter_addr, timeout,
+               credentials = *credentials](const std::string& host) {
+      return ConnectPair(host, host, drafter_addr, timeout, credentials);
     };
   } else {
     if (flags.pairs.starts_with("dns:")) {
@@ -328,10 +335,11 @@ std::unique_ptr<orchestrator::BackendPool> RemotePairs(const ServeFlags& flags) 
       const std::vector<std::string> hosts = absl::StrSplit(flags.pairs, ',', absl::SkipEmpty());
       discover = [hosts]() -> absl::StatusOr<std::vector<std::string>> { return hosts; };
     }
-    connect = [verifier_port = flags.verifier_port, drafter_port = flags.drafter_port,
-               timeout](const std::string& host) {
+    connect = [verifier_port = flags.verifier_port, drafter_port = flags.drafter_port, timeout,
+               credentials = *credentials](const std::string& host) {
       return ConnectPair(host, absl::StrCat(host, ":", verifier_port),
-                         drafter_port == 0 ? "" : absl::StrCat(host, ":", drafter_port), timeout);
+                         drafter_port == 0 ? "" : absl::StrCat(host, ":", drafter_port), timeout,
+                         credentials);
     };
   }
   std::unique_ptr<orchestrator::BackendPool> pool = orchestrator::BackendPool::Discovered(
@@ -411,7 +419,9 @@ absl::Status BuildRole(const ServeFlags& flags, metrics::Registry& registry, Rol
       return absl::InvalidArgumentError(
           "--role orchestrator needs either --verifier-addr (one pair) or --pairs");
     }
-    role.backends = RemotePairs(flags);
+    absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> pairs = RemotePairs(flags);
+    if (!pairs.ok()) return pairs.status();
+    role.backends = *std::move(pairs);
     return AddOrchestrator(flags, flags.tokenizer, registry, role);
   }
   if (name == "trainer") {
@@ -486,16 +496,21 @@ absl::StatusOr<std::unique_ptr<openai::OpenAiServer>> StartHttpApi(const ServeFl
     return absl::InvalidArgumentError(absl::StrCat(
         "--http-port serves the generation API: --role orchestrator or all, not ", flags.role));
   }
-  return openai::OpenAiServer::Start(
-      *role.generation, role.tokenizer.has_value() ? &*role.tokenizer : nullptr,
-      {.host = flags.host,
-       .port = flags.http_port,
-       .model_name = flags.model_name,
-       .threads = static_cast<int>(flags.max_running + flags.max_waiting) + 4,
-       .api_key = flags.api_key});
+  openai::OpenAiServerOptions api;
+  api.http.host = flags.host;
+  api.http.port = flags.http_port;
+  api.http.threads = static_cast<int>(flags.max_running + flags.max_waiting) + 4;
+  api.http.tls_cert = flags.tls.cert;
+  api.http.tls_key = flags.tls.key;
+  api.http.tls_client_ca = flags.tls.client_ca;
+  api.model_name = flags.model_name;
+  api.api_key = flags.api_key;
+  return openai::OpenAiServer::Start(*role.generation,
+                                     role.tokenizer.has_value() ? &*role.tokenizer : nullptr, api);
 }
 
 absl::Status Serve(ServeFlags flags) {
+  if (absl::Status checked = flags.tls.Check(); !checked.ok()) return checked;
   absl::StatusOr<std::string> api_key = ApiKey(flags);
   if (!api_key.ok()) return api_key.status();
   flags.api_key = *std::move(api_key);  // from here on, the key whichever way it came
@@ -521,7 +536,7 @@ absl::Status Serve(ServeFlags flags) {
   const bool waiting = role.backends != nullptr && !role.backends->target().has_value();
   absl::StatusOr<rpc::GrpcServer> server =
       rpc::StartGrpcServer(absl::StrCat(flags.host, ":", flags.port), services, role.health_names,
-                           registry, /*serving=*/!waiting);
+                           registry, /*serving=*/!waiting, flags.tls);
   if (!server.ok()) return server.status();
   std::cerr << "specd serve: " << flags.role << " serving "
             << absl::StrJoin(role.health_names, ", ") << " on " << flags.host << ":"
@@ -566,6 +581,16 @@ void AddServeCommand(CLI::App& app) {
                     "orchestrator, trainer, all: the key the HTTP API and the generation and "
                     "trainer services require as `Authorization: Bearer` (visible to `ps`: "
                     "prefer --api-key-file or SPECD_API_KEY; default: none)");
+  serve->add_option("--tls-cert", flags->tls.cert,
+                    "every role: serve gRPC (and the HTTP API) over TLS with this PEM certificate "
+                    "chain; an orchestrator also presents it to pairs that ask (mutual TLS)");
+  serve->add_option("--tls-key", flags->tls.key, "every role: the PEM private key of --tls-cert");
+  serve->add_option("--tls-client-ca", flags->tls.client_ca,
+                    "every role: accept only clients whose certificate these PEM roots sign "
+                    "(mutual TLS, e.g. verifiers and drafters taking only their orchestrators)");
+  serve->add_option("--tls-ca", flags->tls.ca,
+                    "orchestrator: the PEM roots of the verifiers' and drafters' certificates "
+                    "(connect over TLS; default: plain text)");
   serve->add_option("--api-key-file", flags->api_key_file,
                     "orchestrator, trainer, all: a file whose first line is the API key");
   serve

@@ -16,7 +16,22 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
     return absl::InvalidArgumentError(
         absl::StrCat("HTTP port ", options.port, " is outside 0..65535"));
   }
-  auto server = std::make_unique<httplib::Server>();
+  std::unique_ptr<httplib::Server> server;
+  if (options.tls_cert.empty()) {
+    server = std::make_unique<httplib::Server>();
+  } else {
+    const std::string client_ca = options.tls_client_ca.string();
+    auto secure =
+        std::make_unique<httplib::SSLServer>(options.tls_cert.c_str(), options.tls_key.c_str(),
+                                             client_ca.empty() ? nullptr : client_ca.c_str());
+    if (!secure->is_valid()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot serve HTTPS with ", options.tls_cert.string(), " and ", options.tls_key.string(),
+          client_ca.empty() ? "" : absl::StrCat(" (clients by ", client_ca, ")"),
+          ": unreadable, or not a matching PEM certificate and key"));
+    }
+    server = std::move(secure);
+  }
   const int threads = options.threads;
   server->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server->set_keep_alive_max_count(options.keep_alive_requests);

@@ -3,6 +3,7 @@
 // one), serving until destroyed. Every HTTP endpoint of specd (the /metrics scrape, the OpenAI
 // API) is one, so binding, shutdown and TLS are decided here once.
 #include <atomic>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -26,6 +27,11 @@ struct HttpServerOptions {
   // for an idle client.
   int keep_alive_requests = 1;
   int keep_alive_timeout_s = 1;
+  // HTTPS with this certificate chain and key (PEM); with client_ca too, only clients whose
+  // certificate it signs. Empty: plain HTTP.
+  std::filesystem::path tls_cert;
+  std::filesystem::path tls_key;
+  std::filesystem::path tls_client_ca;
 };
 
 class HttpServer {

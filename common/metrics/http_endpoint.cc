@@ -9,13 +9,14 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(const Re
                                                                         int port) {
   // Scrapes come seconds apart from one or two Prometheus servers: two workers are plenty, and
   // one request per connection (Prometheus reconnects each scrape) keeps shutdown prompt.
-  absl::StatusOr<std::unique_ptr<http::HttpServer>> server = http::HttpServer::Start(
-      {.host = host,
-       .port = port,
-       .threads = 2,
-       .keep_alive_requests = 1,
-       .keep_alive_timeout_s = 1},
-      [&registry](httplib::Server& routes) {
+  http::HttpServerOptions listening;
+  listening.host = host;
+  listening.port = port;
+  listening.threads = 2;
+  listening.keep_alive_requests = 1;
+  listening.keep_alive_timeout_s = 1;
+  absl::StatusOr<std::unique_ptr<http::HttpServer>> server =
+      http::HttpServer::Start(listening, [&registry](httplib::Server& routes) {
         routes.Get("/metrics", [&registry](const httplib::Request&, httplib::Response& response) {
           response.set_content(registry.Exposition(), kExpositionContentType);
         });

@@ -62,7 +62,10 @@ class HandledCounterFactory final : public grpc::experimental::ServerInterceptor
 absl::StatusOr<GrpcServer> StartGrpcServer(const std::string& address,
                                            const std::vector<grpc::Service*>& services,
                                            const std::vector<std::string>& health_names,
-                                           metrics::Registry& registry, bool serving) {
+                                           metrics::Registry& registry, bool serving,
+                                           const TlsFiles& tls) {
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = ServerCredentialsOf(tls);
+  if (!credentials.ok()) return credentials.status();
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   metrics::Family<metrics::Counter>& handled =
@@ -71,7 +74,7 @@ absl::StatusOr<GrpcServer> StartGrpcServer(const std::string& address,
                           {"grpc_service", "grpc_method", "grpc_code"});
   GrpcServer result;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &result.port);
+  builder.AddListeningPort(address, *credentials, &result.port);
   for (grpc::Service* service : services) builder.RegisterService(service);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(std::make_unique<HandledCounterFactory>(handled));
@@ -92,8 +95,9 @@ void SetServing(grpc::Server& server, bool serving) {
   }
 }
 
-std::shared_ptr<grpc::Channel> Connect(const std::string& address) {
-  return grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+std::shared_ptr<grpc::Channel> Connect(
+    const std::string& address, const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
+  return grpc::CreateChannel(address, credentials);
 }
 
 }  // namespace specd::rpc

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/metrics/registry.h"
+#include "common/rpc/tls.h"
 
 namespace specd::rpc {
 
@@ -23,17 +24,20 @@ struct GrpcServer {
 // Listens on `address` ("HOST:PORT"; port 0 picks one). `services` must outlive the server;
 // `health_names` are the service names the health service reports, with "" (the whole server):
 // SERVING, or NOT_SERVING until SetServing when `serving` is false (a server still waiting for
-// what it needs).
+// what it needs). TLS when `tls` serves (mutual with its client_ca).
 absl::StatusOr<GrpcServer> StartGrpcServer(const std::string& address,
                                            const std::vector<grpc::Service*>& services,
                                            const std::vector<std::string>& health_names,
-                                           metrics::Registry& registry, bool serving = true);
+                                           metrics::Registry& registry, bool serving = true,
+                                           const TlsFiles& tls = {});
 
 // Reports every name of `server`'s health service as SERVING or NOT_SERVING (a draining server).
 void SetServing(grpc::Server& server, bool serving);
 
-// A channel to the specd process at `address` ("HOST:PORT"). Plain text: the services talk on
-// loopback or a trusted cluster network.
-std::shared_ptr<grpc::Channel> Connect(const std::string& address);
+// A channel to the specd process at `address` ("HOST:PORT"): plain text unless `credentials`
+// (ChannelCredentialsOf) say TLS.
+std::shared_ptr<grpc::Channel> Connect(const std::string& address,
+                                       const std::shared_ptr<grpc::ChannelCredentials>&
+                                           credentials = grpc::InsecureChannelCredentials());
 
 }  // namespace specd::rpc

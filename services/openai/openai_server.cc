@@ -82,15 +82,13 @@ absl::StatusOr<std::unique_ptr<OpenAiServer>> OpenAiServer::Start(
     OpenAiServerOptions options) {
   std::unique_ptr<OpenAiServer> api(new OpenAiServer(handler, tokenizer, std::move(options)));
   OpenAiServer* self = api.get();
-  absl::StatusOr<std::unique_ptr<http::HttpServer>> server = http::HttpServer::Start(
-      {.host = self->options_.host,
-       .port = self->options_.port,
-       .threads = self->options_.threads,
-       // Clients keep their connections (the openai client pools them); an idle one holds a
-       // thread at shutdown for at most this long.
-       .keep_alive_requests = 1000,
-       .keep_alive_timeout_s = 2},
-      [self](httplib::Server& routes) {
+  http::HttpServerOptions listening = self->options_.http;
+  // Clients keep their connections (the openai client pools them); an idle one holds a thread
+  // at shutdown for at most the timeout.
+  listening.keep_alive_requests = 1000;
+  listening.keep_alive_timeout_s = 2;
+  absl::StatusOr<std::unique_ptr<http::HttpServer>> server =
+      http::HttpServer::Start(listening, [self](httplib::Server& routes) {
         routes.set_pre_routing_handler([self](const httplib::Request& request,
                                               httplib::Response& response) {
           if (request.path == "/health" || self->Authorized(request)) {

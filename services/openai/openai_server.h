@@ -34,12 +34,11 @@ enum class Endpoint;
 inline constexpr absl::Duration kHeartbeat = absl::Milliseconds(250);
 
 struct OpenAiServerOptions {
-  std::string host = "127.0.0.1";
-  int port = 0;
+  // Where and how it listens: host, port, TLS, and threads — as many as the handler's running
+  // plus waiting requests, so that its queue, not HTTP's, decides who waits and who gets 429,
+  // and a few for /health and /v1/models. Keep-alive is the API's own.
+  http::HttpServerOptions http;
   std::string model_name = "specd";  // what `model` must name; /v1/models lists it
-  // Requests served at once: the handler's running plus waiting ones (so that its queue, not
-  // HTTP's, decides who waits and who gets 429), and a few for /health and /v1/models.
-  int threads = 8 + 64 + 4;
   // Empty: no key. Otherwise every path but /health needs `Authorization: Bearer <key>`.
   std::string api_key;
 };

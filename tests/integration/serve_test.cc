@@ -33,6 +33,7 @@
 #include "tests/support/server_process.h"
 #include "tests/support/subprocess.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_certificates.h"
 
 namespace specd {
 namespace {
@@ -346,6 +347,48 @@ TEST(SpecdServeTest, WithAnApiKeyGenerationNeedsItAndHealthDoesNot) {
                                                        "1,2,3", "--max-new-tokens", "4"});
   EXPECT_EQ(keyed.exit_code, 0) << keyed.err;
   EXPECT_EQ(Specctl(all->address(), {"health"}).exit_code, 0);
+}
+
+TEST(SpecdServeTest, OverTlsClientsNeedTheAuthorityAndMutualTlsAdmitsOnlyCertifiedRoles) {
+  const ::specd::testing::TempDir dir;
+  const ::specd::testing::TestCertificates tls = ::specd::testing::MakeTestCertificates(dir.path());
+  const std::vector<std::string> serve_tls = {"--tls-cert", tls.cert.string(), "--tls-key",
+                                              tls.key.string()};
+  // A verifier that takes only clients with a certificate of the authority.
+  std::vector<std::string> verifier_args = {"--role", "verifier",        "--model",
+                                            Target(), "--tls-client-ca", tls.ca.string()};
+  verifier_args.insert(verifier_args.end(), serve_tls.begin(), serve_tls.end());
+  std::unique_ptr<ServerProcess> verifier = Serve(verifier_args);
+  ASSERT_NE(verifier, nullptr);
+  const std::vector<std::string> trusting = {"--tls-ca", tls.ca.string()};
+  std::vector<std::string> certified = trusting;
+  certified.insert(certified.end(), serve_tls.begin(), serve_tls.end());
+  const auto health = [&](const std::string& address, std::vector<std::string> client) {
+    client.push_back("health");
+    return Specctl(address, client);
+  };
+  EXPECT_THAT(health(verifier->address(), {}).err, HasSubstr("UNAVAILABLE"));
+  EXPECT_THAT(health(verifier->address(), trusting).err, HasSubstr("UNAVAILABLE"));
+  EXPECT_EQ(health(verifier->address(), certified).exit_code, 0);
+
+  // Its orchestrator presents the certificate, and serves gRPC and the HTTP API over TLS.
+  std::vector<std::string> orchestrator_args = {
+      "--role", "orchestrator", "--verifier-addr", verifier->address(), "--http-port", "0"};
+  orchestrator_args.insert(orchestrator_args.end(), certified.begin(), certified.end());
+  std::unique_ptr<ServerProcess> orchestrator = Serve(orchestrator_args);
+  ASSERT_NE(orchestrator, nullptr);
+  std::vector<std::string> generate = trusting;
+  generate.insert(generate.end(), {"generate", "--ids", "1,2,3", "--max-new-tokens", "4"});
+  const ProcessResult generated = Specctl(orchestrator->address(), generate);
+  EXPECT_EQ(generated.exit_code, 0) << generated.err;
+  EXPECT_THAT(Specctl(orchestrator->address(), {"generate", "--ids", "1,2,3"}).err,
+              HasSubstr("UNAVAILABLE"));
+  const std::string models =
+      "https://127.0.0.1:" + std::to_string(orchestrator->http_port()) + "/v1/models";
+  const ProcessResult https = RunProcess({"curl", "-sS", "--cacert", tls.ca.string(), "-o",
+                                          "/dev/null", "-w", "%{http_code}", models});
+  EXPECT_EQ(https.out, "200") << https.err;
+  EXPECT_NE(RunProcess({"curl", "-sS", models}).exit_code, 0);  // an unknown authority
 }
 
 TEST(SpecdServeTest, AKilledVerifierLeavesNothingInSharedMemory) {

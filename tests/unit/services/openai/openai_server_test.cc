@@ -101,13 +101,13 @@ class OpenAiServerTest : public ::testing::Test {
         orchestrator::GenerationHandler::Create(*pool_, tokenizer_, registry_, options);
     ASSERT_TRUE(handler.ok()) << handler.status();
     handler_ = *std::move(handler);
+    OpenAiServerOptions api;
+    api.http.host = "127.0.0.1";
+    api.http.threads = static_cast<int>(max_running + max_waiting) + 4;
+    api.model_name = "test";
+    api.api_key = api_key;
     absl::StatusOr<std::unique_ptr<OpenAiServer>> server =
-        OpenAiServer::Start(*handler_, tokenizer_,
-                            {.host = "127.0.0.1",
-                             .port = 0,
-                             .model_name = "test",
-                             .threads = static_cast<int>(max_running + max_waiting) + 4,
-                             .api_key = api_key});
+        OpenAiServer::Start(*handler_, tokenizer_, api);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
   }
