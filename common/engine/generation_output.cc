@@ -13,7 +13,8 @@ using base::MillisecondsSince;
 GenerationOutput::GenerationOutput(const text::Tokenizer* tokenizer, const StopConfig& stop)
     : start_(Clock::now()), stop_(stop) {
   if (tokenizer != nullptr) {
-    detokenizer_.emplace(*tokenizer, text::DecodeOptions{.skip_special_tokens = true});
+    detokenizer_.emplace(*tokenizer,
+                         text::DecodeOptions{.skip_special_tokens = stop.skip_special_tokens});
   }
 }
 

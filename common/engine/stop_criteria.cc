@@ -41,27 +41,31 @@ StopCriteria::StopCriteria(StopConfig config) : config_(std::move(config)) {}
 StopCriteria::Step StopCriteria::Push(int64_t token, std::string_view text) {
   ++generated_;
   Step step;
-  if (!config_.ignore_eos && Contains(config_.eos_ids, token)) {
+  const bool may_end = generated_ >= config_.min_new_tokens;
+  if (may_end && !config_.ignore_eos && Contains(config_.eos_ids, token)) {
     step.reason = StopReason::kEos;
-    return step;
-  }
-  if (Contains(config_.stop_ids, token)) {
+  } else if (may_end && Contains(config_.stop_ids, token)) {
     step.reason = StopReason::kStopToken;
+  }
+  if (step.reason != StopReason::kNone) {
+    if (config_.include_stop_str_in_output) held_.append(text);  // Finish releases it
     return step;
   }
   held_.append(text);
   // The earliest stop string in the text wins (the first listed, at the same place); everything
-  // from it on is dropped.
+  // from it on is dropped. Before min_new_tokens one is ordinary text.
   size_t earliest = std::string::npos;
   for (const std::string& stop : config_.stop_strings) {
-    const size_t found = stop.empty() ? std::string::npos : held_.find(stop);
+    const size_t found = stop.empty() || !may_end ? std::string::npos : held_.find(stop);
     if (found < earliest) {
       earliest = found;
       matched_stop_string_ = stop;
     }
   }
   if (earliest != std::string::npos) {
-    step.released_text = held_.substr(0, earliest);
+    const size_t end =
+        config_.include_stop_str_in_output ? earliest + matched_stop_string_->size() : earliest;
+    step.released_text = held_.substr(0, end);
     held_.clear();
     step.reason = StopReason::kStopString;
     return step;

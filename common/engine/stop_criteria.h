@@ -3,8 +3,8 @@
 // decoding and the speculative engine, so that both stop at the same token with the same text.
 //
 // A stop string can span several tokens, so text that could be the start of one is held back
-// until the next tokens show whether it is; the text before a stop string is released and the
-// stop string itself never is.
+// until the next tokens show whether it is; the text before a stop string is released, and the
+// stop string itself (or an ending token's text) only with include_stop_str_in_output.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,6 +19,11 @@ struct StopConfig {
   std::vector<int64_t> stop_ids = {};  // further ids that end the output, ignore_eos or not
   std::vector<std::string> stop_strings = {};
   bool ignore_eos = false;
+  // The first min_new_tokens tokens end the output neither by an id nor by completing a stop
+  // string (the sampler keeps the ending ids out of them; SamplingParams::min_new_tokens).
+  int64_t min_new_tokens = 0;
+  bool include_stop_str_in_output = false;
+  bool skip_special_tokens = true;  // leave special tokens' text (<|im_end|>, …) out
 };
 
 // kCancelled: the caller ended the request (a client gone, an abort, a deadline).

@@ -29,10 +29,15 @@ at::Tensor Sampler::PenalisedLogits(const at::Tensor& logits, std::span<const in
     out.index_put_({seen}, at::where(values > 0, values / params_.repetition_penalty,
                                      values * params_.repetition_penalty));
   }
-  if (params_.presence_penalty != 0 && !generated.empty()) {
-    at::Tensor present = at::zeros_like(out);
-    present.index_fill_(0, TokenTensor(generated, out), 1.0);
-    out.sub_(present * params_.presence_penalty);
+  if ((params_.presence_penalty != 0 || params_.frequency_penalty != 0) && !generated.empty()) {
+    const at::Tensor ids = TokenTensor(generated, out);
+    at::Tensor counts = at::zeros_like(out).index_add_(0, ids, at::ones_like(ids, out.options()));
+    out.sub_(at::where(counts > 0, params_.presence_penalty, 0.0) +
+             counts * params_.frequency_penalty);
+  }
+  if (static_cast<int64_t>(generated.size()) < params_.min_new_tokens &&
+      !params_.ending_ids.empty()) {
+    out.index_fill_(0, TokenTensor(params_.ending_ids, out), kNegativeInfinity);
   }
   return out;
 }

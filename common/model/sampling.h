@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <vector>
 
 namespace specd::model {
 
@@ -21,7 +22,13 @@ struct SamplingParams {
   double repetition_penalty = 1;
   // Subtracted once from the logit of every token the output already contains.
   double presence_penalty = 0;
+  // Subtracted from a token's logit once per time the output already contains it.
+  double frequency_penalty = 0;
   uint64_t seed = 0;
+  // Until the output holds min_new_tokens tokens, these (the ids that would end it) get none of
+  // the probability.
+  int64_t min_new_tokens = 0;
+  std::vector<int64_t> ending_ids = {};
 };
 
 class Sampler {

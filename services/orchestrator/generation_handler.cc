@@ -148,23 +148,21 @@ absl::StatusOr<GenerationHandler::Prepared> GenerationHandler::Prepare(
   prepared.regime = engine::ClassifyRegime(prompt_length, options_.regimes);
 
   const v1::SamplingParams& sampling = request.sampling();
+  const std::vector<int64_t> eos_ids(target.eos_token_ids().begin(), target.eos_token_ids().end());
   absl::StatusOr<model::SamplingParams> resolved =
-      verifier::ToModelSampling(sampling, target.vocab_size());
+      verifier::ToModelSampling(sampling, target.vocab_size(), eos_ids);
   if (!resolved.ok()) return resolved.status();
-  if (sampling.has_skip_special_tokens() && !sampling.skip_special_tokens()) {
-    return absl::InvalidArgumentError(
-        "sampling.skip_special_tokens = false is not supported by this server yet");
-  }
-  if (sampling.include_stop_str_in_output()) {
-    return absl::InvalidArgumentError(
-        "sampling.include_stop_str_in_output is not supported by this server yet");
-  }
   const int64_t room = max_context - prompt_length;
   const int64_t max_new = sampling.has_max_new_tokens() ? sampling.max_new_tokens() : room;
   if (max_new < 1 || max_new > room) {
     return absl::InvalidArgumentError(absl::StrCat("sampling.max_new_tokens = ", max_new,
                                                    " is outside [1, ", room,
                                                    "] (the context left after the prompt)"));
+  }
+  if (sampling.min_new_tokens() > max_new) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sampling.min_new_tokens = ", sampling.min_new_tokens(), " is above ",
+                     "max_new_tokens = ", max_new));
   }
   if (sampling.stop_size() > options_.max_stop_strings) {
     return absl::InvalidArgumentError(absl::StrCat("sampling.stop: ", sampling.stop_size(),
@@ -182,11 +180,14 @@ absl::StatusOr<GenerationHandler::Prepared> GenerationHandler::Prepare(
   prepared.model_sampling = *resolved;
   prepared.stop = engine::StopConfig{
       .max_new_tokens = max_new,
-      .eos_ids = std::vector<int64_t>(target.eos_token_ids().begin(), target.eos_token_ids().end()),
+      .eos_ids = eos_ids,
       .stop_ids =
           std::vector<int64_t>(sampling.stop_token_ids().begin(), sampling.stop_token_ids().end()),
       .stop_strings = std::vector<std::string>(sampling.stop().begin(), sampling.stop().end()),
-      .ignore_eos = sampling.ignore_eos()};
+      .ignore_eos = sampling.ignore_eos(),
+      .min_new_tokens = sampling.min_new_tokens(),
+      .include_stop_str_in_output = sampling.include_stop_str_in_output(),
+      .skip_special_tokens = !sampling.has_skip_special_tokens() || sampling.skip_special_tokens()};
 
   const v1::SpeculationParams& speculation = request.speculation();
   const int64_t drafter_block = drafter.has_value() ? drafter->block_size() : 1;

@@ -13,15 +13,11 @@ absl::Status OutOfRange(const char* field, double value, const char* range) {
       absl::StrCat("sampling.", field, " = ", value, " is outside ", range));
 }
 
-absl::Status Unsupported(const char* field) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("sampling.", field, " is not supported by this server yet"));
-}
-
 }  // namespace
 
 absl::StatusOr<model::SamplingParams> ToModelSampling(const v1::SamplingParams& params,
-                                                      int64_t vocab_size) {
+                                                      int64_t vocab_size,
+                                                      std::span<const int64_t> eos_ids) {
   model::SamplingParams out;
   const double temperature = params.has_temperature() ? params.temperature() : 1.0;
   if (!(temperature >= 0 && temperature <= 100)) {
@@ -56,8 +52,16 @@ absl::StatusOr<model::SamplingParams> ToModelSampling(const v1::SamplingParams& 
     }
     out.presence_penalty = params.presence_penalty();
   }
-  if (params.frequency_penalty() != 0) return Unsupported("frequency_penalty");
-  if (params.min_new_tokens() != 0) return Unsupported("min_new_tokens");
+  if (params.has_frequency_penalty()) {
+    if (!(params.frequency_penalty() >= -2 && params.frequency_penalty() <= 2)) {
+      return OutOfRange("frequency_penalty", params.frequency_penalty(), "[-2, 2]");
+    }
+    out.frequency_penalty = params.frequency_penalty();
+  }
+  if (params.has_max_new_tokens() && params.min_new_tokens() > params.max_new_tokens()) {
+    return OutOfRange("min_new_tokens", params.min_new_tokens(), "[0, max_new_tokens]");
+  }
+  out.min_new_tokens = params.min_new_tokens();
   if (params.top_logprobs() > kMaxTopLogprobs) {
     return OutOfRange("top_logprobs", params.top_logprobs(), "[0, 20]");
   }
@@ -70,6 +74,13 @@ absl::StatusOr<model::SamplingParams> ToModelSampling(const v1::SamplingParams& 
                                                      ", outside the vocabulary of ", vocab_size));
     }
   }
+  out.ending_ids =
+      engine::EndingTokenIds({.max_new_tokens = 0,
+                              .eos_ids = std::vector<int64_t>(eos_ids.begin(), eos_ids.end()),
+                              .stop_ids = std::vector<int64_t>(params.stop_token_ids().begin(),
+                                                               params.stop_token_ids().end()),
+                              .stop_strings = {},
+                              .ignore_eos = params.ignore_eos()});
   out.seed = params.has_seed() ? params.seed() : std::random_device()();
   return out;
 }

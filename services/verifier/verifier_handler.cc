@@ -67,19 +67,13 @@ absl::StatusOr<std::shared_ptr<VerifierHandler::Session>> VerifierHandler::NewSe
     const v1::PrefillRequest& request, const std::function<bool()>& cancelled) {
   const io::Qwen35TextConfig& config = target_.config();
   absl::StatusOr<model::SamplingParams> sampling =
-      ToModelSampling(request.sampling(), config.vocab_size);
+      ToModelSampling(request.sampling(), config.vocab_size, config.eos_token_ids);
   if (!sampling.ok()) return sampling.status();
   const v1::SamplingParams& params = request.sampling();
   engine::TargetSessionOptions options{
       .prompt = std::vector<int64_t>(request.token_ids().begin(), request.token_ids().end()),
       .sampling = *sampling,
-      .ending_ids =
-          engine::EndingTokenIds({.max_new_tokens = 0,
-                                  .eos_ids = config.eos_token_ids,
-                                  .stop_ids = std::vector<int64_t>(params.stop_token_ids().begin(),
-                                                                   params.stop_token_ids().end()),
-                                  .stop_strings = {},
-                                  .ignore_eos = params.ignore_eos()}),
+      .ending_ids = sampling->ending_ids,
       .hidden_states = {},
       .max_length =
           request.max_session_length() == 0

@@ -136,11 +136,28 @@ TEST_F(SpeculativeGenerationTest, GreedyWithPenaltiesAcceptsPartOfEachBlockAndKe
   GenerationRequest request = Request(Prompt(6), 40);
   request.sampling.repetition_penalty = 1.5;
   request.sampling.presence_penalty = 0.5;
+  request.sampling.frequency_penalty = 0.3;
   const GenerationResult result = Speculative(Target(), oracle, request);
   EXPECT_EQ(result.ids, TargetOnly(Target(), request).ids);
   ASSERT_TRUE(result.acceptance.has_value());
   EXPECT_GT(result.acceptance->tau(), 1);
   EXPECT_LT(result.acceptance->tau(), 8);
+}
+
+TEST_F(SpeculativeGenerationTest, MinNewTokensKeepsTheEndingIdFromTheFirstTokensOfBothDecoders) {
+  // The end-of-sequence id is the token greedy decoding picks first, so only min_new_tokens
+  // keeps the output going, in speculative decoding as in target-only.
+  OracleDrafter oracle(Target(), 4);
+  GenerationRequest request = Request(Prompt(6), 12);
+  const int64_t first = TargetOnly(Target(), request).ids.front();
+  request.stop.eos_ids = {first};
+  request.stop.min_new_tokens = 5;
+  request.sampling.min_new_tokens = 5;
+  request.sampling.ending_ids = {first};
+  const GenerationResult target_only = TargetOnly(Target(), request);
+  ASSERT_GE(target_only.ids.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) EXPECT_NE(target_only.ids[i], first) << i;
+  EXPECT_EQ(Speculative(Target(), oracle, request).ids, target_only.ids);
 }
 
 TEST_F(SpeculativeGenerationTest, AcceptanceStatisticsAddUpToTheOutput) {

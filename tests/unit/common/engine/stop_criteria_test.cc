@@ -29,6 +29,33 @@ TEST(StopCriteriaTest, IgnoreEosKeepsGoingButStopIdsStillStop) {
   EXPECT_EQ(stop.Push(8, "").reason, StopReason::kStopToken);
 }
 
+TEST(StopCriteriaTest, IncludeStopStrInOutputReleasesTheStopStringOrTheEndingTokensText) {
+  StopCriteria strings(
+      {.max_new_tokens = 10, .stop_strings = {"END"}, .include_stop_str_in_output = true});
+  EXPECT_EQ(strings.Push(1, "hi E").released_text, "hi ");
+  const StopCriteria::Step stopped = strings.Push(2, "NDless");
+  EXPECT_EQ(stopped.reason, StopReason::kStopString);
+  EXPECT_EQ(stopped.released_text, "END");  // what follows the stop string still goes
+  StopCriteria ids({.max_new_tokens = 10, .eos_ids = {7}, .include_stop_str_in_output = true});
+  EXPECT_EQ(ids.Push(7, "<eos>").reason, StopReason::kEos);
+  EXPECT_EQ(ids.Finish(), "<eos>");
+}
+
+TEST(StopCriteriaTest, BeforeMinNewTokensNeitherIdsNorStopStringsEndTheOutput) {
+  StopCriteria stop({.max_new_tokens = 10,
+                     .eos_ids = {7},
+                     .stop_ids = {8},
+                     .stop_strings = {"END"},
+                     .min_new_tokens = 3});
+  EXPECT_EQ(stop.Push(7, "a").reason, StopReason::kNone);
+  const StopCriteria::Step early = stop.Push(8, "END");
+  EXPECT_EQ(early.reason, StopReason::kNone);
+  EXPECT_EQ(early.released_text, "END");  // ordinary text this early
+  const StopCriteria::Step third = stop.Push(1, "xEND");
+  EXPECT_EQ(third.reason, StopReason::kStopString);
+  EXPECT_EQ(third.released_text, "x");
+}
+
 TEST(StopCriteriaTest, HoldsBackAPartialStopStringUntilItResolves) {
   StopCriteria stop({.max_new_tokens = 10, .stop_strings = {"END"}});
   EXPECT_EQ(stop.Push(1, "abE").released_text, "ab");

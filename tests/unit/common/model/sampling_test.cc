@@ -72,6 +72,23 @@ TEST(SamplerTest, PresencePenaltyAppliesOncePerGeneratedToken) {
                         at::tensor({4.0F, 1.0F, -0.5F})));
 }
 
+TEST(SamplerTest, FrequencyPenaltyAppliesOncePerOccurrenceOnTopOfPresence) {
+  const Sampler sampler({.presence_penalty = 0.5, .frequency_penalty = 1.0});
+  const std::vector<int64_t> generated = {2, 2, 1};
+  EXPECT_TRUE(at::equal(sampler.PenalisedLogits(at::tensor({4.0F, 1.0F, 1.0F}), {}, generated),
+                        at::tensor({4.0F, -0.5F, -1.5F})));
+}
+
+TEST(SamplerTest, TheEndingIdsGetNoProbabilityUntilMinNewTokens) {
+  Sampler sampler({.temperature = 0, .min_new_tokens = 2, .ending_ids = {0}});
+  const at::Tensor logits = at::tensor({9.0F, 1.0F, 2.0F});
+  EXPECT_EQ(sampler.Sample(logits, {}, {}), 2);
+  EXPECT_EQ(sampler.Sample(logits, {}, std::vector<int64_t>{2}), 2);
+  EXPECT_EQ(sampler.Sample(logits, {}, std::vector<int64_t>{2, 2}), 0);  // the third may end
+  const Sampler warm({.temperature = 1.0, .min_new_tokens = 1, .ending_ids = {0}});
+  EXPECT_EQ(warm.Probabilities(logits, {}, {})[0].item<float>(), 0.0F);
+}
+
 TEST(SamplerTest, TheSameSeedDrawsTheSameTokens) {
   const at::Tensor logits = at::zeros({1000});
   Sampler first({.temperature = 1.0, .seed = 42});

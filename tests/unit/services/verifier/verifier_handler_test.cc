@@ -343,8 +343,14 @@ TEST_F(VerifierHandlerTest, PrefillRefusesBadArgumentsAndOpensNothing) {
   EXPECT_EQ(refused(with_sampling([](auto& s) { s.set_temperature(101); })), kInvalid);
   EXPECT_EQ(refused(with_sampling([](auto& s) { s.set_top_p(0); })), kInvalid);
   EXPECT_EQ(refused(with_sampling([&](auto& s) { s.add_stop_token_ids(Vocab()); })), kInvalid);
-  EXPECT_EQ(refused(with_sampling([](auto& s) { s.set_frequency_penalty(0.5); })), kInvalid)
-      << "not supported yet: refused rather than ignored";
+  EXPECT_EQ(refused(with_sampling([](auto& s) { s.set_frequency_penalty(2.5); })), kInvalid)
+      << "frequency_penalty outside [-2, 2]";
+  EXPECT_EQ(refused(with_sampling([](auto& s) {
+              s.set_max_new_tokens(4);
+              s.set_min_new_tokens(5);
+            })),
+            kInvalid)
+      << "min_new_tokens above max_new_tokens";
   EXPECT_EQ(refused(with_sampling([](auto& s) {
               s.set_logprobs(true);
               s.set_top_logprobs(21);
