@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "services/orchestrator/generation_handler.h"
 
 namespace specd::openai {
 namespace {
@@ -11,16 +12,8 @@ namespace {
 using nlohmann::json;
 
 json FinishReason(v1::FinishReason reason) {
-  switch (reason) {
-    case v1::FINISH_REASON_STOP:
-      return "stop";
-    case v1::FINISH_REASON_LENGTH:
-      return "length";
-    case v1::FINISH_REASON_ABORT:
-      return "abort";  // vLLM's name for it; OpenAI has none
-    default:
-      return nullptr;
-  }
+  const char* name = orchestrator::FinishReasonName(reason);
+  return name == nullptr ? json(nullptr) : json(name);
 }
 
 // What matched a stop, as vLLM reports it beside finish_reason: the string or the token id.

@@ -67,7 +67,9 @@ v1::FinishReason FinishReasonOf(engine::StopReason reason) {
                                                   : v1::FINISH_REASON_STOP;
 }
 
-const char* FinishReasonLabel(v1::FinishReason reason) {
+}  // namespace
+
+const char* FinishReasonName(v1::FinishReason reason) {
   switch (reason) {
     case v1::FINISH_REASON_STOP:
       return "stop";
@@ -76,11 +78,9 @@ const char* FinishReasonLabel(v1::FinishReason reason) {
     case v1::FINISH_REASON_ABORT:
       return "abort";
     default:
-      return "error";
+      return nullptr;
   }
 }
-
-}  // namespace
 
 void MergeStreamMessage(const v1::GenerateStreamResponse& message, v1::GenerateResponse& response) {
   // Deltas are appended; cumulative fields keep the last value.
@@ -359,7 +359,8 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
       *timing.mutable_decode_time() = rpc::ToProtoDuration(last_emission - first_token_time);
       *timing.mutable_draft_time() = rpc::ToProtoDuration(absl::Seconds(draft_seconds));
       *timing.mutable_verify_time() = rpc::ToProtoDuration(absl::Seconds(verify_seconds));
-      record.finished_reason = FinishReasonLabel(finish);
+      const char* name = FinishReasonName(finish);
+      record.finished_reason = name == nullptr ? "error" : name;
     }
     record.generation_tokens = completion_tokens;
     return write(message);

@@ -43,6 +43,10 @@ struct OrchestratorOptions {
   text::ChatFlavor chat_flavor = text::ChatFlavor::kQwen3_5;
 };
 
+// "stop", "length" or "abort" (vLLM's name for it; OpenAI has none): the `finished_reason`
+// metric label and the OpenAI API's finish_reason. Null for FINISH_REASON_UNSPECIFIED.
+const char* FinishReasonName(v1::FinishReason reason);
+
 // Adds one stream message to the unary response the stream adds up to.
 void MergeStreamMessage(const v1::GenerateStreamResponse& message, v1::GenerateResponse& response);
 
