@@ -7,16 +7,11 @@ import sys
 
 import openai
 
+from checks import check
+
 base_url, api_key, model = sys.argv[1:4]
 client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0)
 greedy = {"temperature": 0, "max_tokens": 12, "extra_body": {"ignore_eos": True}}
-
-
-def check(name, condition, detail=""):
-    if not condition:
-        print(f"FAILED {name}: {detail}")
-        sys.exit(1)
-    print(name)
 
 
 models = [m.id for m in client.models.list()]

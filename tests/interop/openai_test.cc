@@ -1,6 +1,7 @@
 // specd's OpenAI-compatible HTTP API as the tools users point at it see it: the `openai` Python
-// client (tests/interop/requirements.txt, installed by scripts/setup.sh into .cache/python) and
-// curl, against `specd serve --role all --http-port` behind an API key file, on loopback.
+// client, lm-eval (tests/interop/requirements.txt, installed by scripts/setup.sh into
+// .cache/python) and curl, against `specd serve --role all --http-port` behind an API key file,
+// on loopback.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "nlohmann/json.hpp"
+#include "tests/interop/python_peers.h"
 #include "tests/support/paths.h"
 #include "tests/support/server_process.h"
 #include "tests/support/subprocess.h"
@@ -20,9 +22,9 @@ namespace {
 using ::specd::testing::CacheDir;
 using ::specd::testing::FixtureDir;
 using ::specd::testing::ProcessResult;
+using ::specd::testing::RunPeerScript;
 using ::specd::testing::RunProcess;
 using ::specd::testing::ServerProcess;
-using ::specd::testing::SourceDir;
 
 class OpenAiInteropTest : public ::testing::Test {
  protected:
@@ -58,12 +60,7 @@ class OpenAiInteropTest : public ::testing::Test {
 };
 
 TEST_F(OpenAiInteropTest, TheOpenAiClientGetsOpenAisObjectsStreamsAndErrors) {
-  const std::filesystem::path python = CacheDir() / "python" / "bin" / "python";
-  ASSERT_TRUE(std::filesystem::exists(python))
-      << python << " is missing: scripts/setup.sh installs the Python peers";
-  const ProcessResult checked = RunProcess(
-      {python.string(), (SourceDir() / "tests" / "interop" / "openai_client.py").string(),
-       Url("/v1"), "sesame", "specd"});
+  const ProcessResult checked = RunPeerScript("openai_client.py", {Url("/v1"), "sesame", "specd"});
   EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err;
   EXPECT_EQ(checked.out,
             "models lists the served model\n"
@@ -76,6 +73,15 @@ TEST_F(OpenAiInteropTest, TheOpenAiClientGetsOpenAisObjectsStreamsAndErrors) {
             "n > 1 is refused\n"
             "another model is not found\n"
             "a wrong key is refused\n");
+}
+
+TEST_F(OpenAiInteropTest, LmEvalScoresATaskThroughTheChatApi) {
+  const ProcessResult checked = RunPeerScript("lm_eval_client.py", {Url("/v1"), "sesame", "specd"});
+  EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err;
+  EXPECT_EQ(checked.out,
+            "lm-eval scores every question\n"
+            "the replies it scored are specd's\n"
+            "its score is their exact-match rate\n");
 }
 
 TEST_F(OpenAiInteropTest, CurlStreamsServerSentEventsAndNeedsTheKey) {
