@@ -11,7 +11,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libtorch-dev libopenblas0-pthread  # without OpenBLAS, Debian's LibTorch falls back to reference BLAS (~40x slower)
   nlohmann-json3-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev libsqlite3-dev
-  libcli11-dev libspdlog-dev libyaml-cpp-dev libpng-dev libssl-dev
+  libcli11-dev libspdlog-dev libyaml-cpp-dev libpng-dev libssl-dev prometheus-cpp-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev prometheus
   curl openssl  # the HTTP API as a shell user reaches it; the TLS tests' certificates
