@@ -16,6 +16,8 @@
 //     the peak share of it each point reserved is reported.
 // Prompts are random ids, or with --prompts the user turns of a conversations JSONL (e.g. a
 // pipeline's data/eval-prompts.jsonl) sent as chats, thinking off, as the pipeline evaluates.
+#include <prometheus/registry.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -35,7 +37,6 @@
 #include "cli/specd/commands.h"
 #include "cli/specd/cpu_kernel_options.h"
 #include "common/engine/in_process_ports.h"
-#include "common/metrics/registry.h"
 #include "common/model/dflash_drafter.h"
 #include "common/model/qwen35_model.h"
 #include "common/rpc/api_key.h"
@@ -261,7 +262,7 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
     tokenizer.emplace(*std::move(loaded));
   }
   const text::Tokenizer* text_tokenizer = tokenizer.has_value() ? &*tokenizer : nullptr;
-  metrics::Registry registry;
+  prometheus::Registry registry;
   const engine::BatchingOptions batching{
       .max_rows = 2048,
       .max_sequences = flags.max_batch,
@@ -334,7 +335,7 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
   struct Path {
     const char* name;
     std::unique_ptr<orchestrator::BackendPool> pool;
-    metrics::Registry metrics;
+    prometheus::Registry metrics;
     std::unique_ptr<orchestrator::GenerationHandler> handler;
     StepCost cost;
   };

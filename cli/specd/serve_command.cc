@@ -5,6 +5,9 @@
 // outside callers). Every role serves grpc.health.v1 and reflection, and /metrics on
 // --metrics-port; SIGTERM or SIGINT drains it (--shutdown-timeout) and stops it.
 #include <poll.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -164,20 +167,33 @@ absl::Status RequireFlags(const std::vector<std::pair<const char*, const std::st
   return absl::OkStatus();
 }
 
+// A gauge without labels, registered once however often it is asked for.
+prometheus::Gauge& AddGauge(prometheus::Registry& registry, const std::string& name,
+                            const std::string& help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(registry).Add({});
+}
+
+// 1, 2, 4, ... up to `largest`, a power of two.
+prometheus::Histogram::BucketBoundaries PowersOfTwo(int largest) {
+  prometheus::Histogram::BucketBoundaries bounds;
+  for (int bound = 1; bound <= largest; bound *= 2) bounds.push_back(bound);
+  return bounds;
+}
+
 // The batching flags, and the histograms of the forwards of `role`'s model, "verifier" (the
 // target) or "drafter" (vLLM's iteration_tokens_total).
-engine::BatchingOptions BatchingOf(const ServeFlags& flags, metrics::Registry& registry,
+engine::BatchingOptions BatchingOf(const ServeFlags& flags, prometheus::Registry& registry,
                                    const std::string& role) {
-  metrics::Histogram& rows =
-      registry
-          .AddHistogram("specd_iteration_tokens", "Rows (tokens) per batched forward.",
-                        {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192}, {"role"})
-          .WithLabels({role});
-  metrics::Histogram& sequences =
-      registry
-          .AddHistogram("specd_iteration_sequences", "Sequences per batched forward.",
-                        {1, 2, 4, 8, 16, 32, 64, 128, 256}, {"role"})
-          .WithLabels({role});
+  prometheus::Histogram& rows = prometheus::BuildHistogram()
+                                    .Name("specd_iteration_tokens")
+                                    .Help("Rows (tokens) per batched forward.")
+                                    .Register(registry)
+                                    .Add({{"role", role}}, PowersOfTwo(8192));
+  prometheus::Histogram& sequences = prometheus::BuildHistogram()
+                                         .Name("specd_iteration_sequences")
+                                         .Help("Sequences per batched forward.")
+                                         .Register(registry)
+                                         .Add({{"role", role}}, PowersOfTwo(256));
   return {.max_rows = flags.max_batch_tokens,
           .max_sequences = flags.max_batch,
           .max_delay = std::chrono::microseconds(flags.batch_delay_us),
@@ -189,21 +205,20 @@ engine::BatchingOptions BatchingOf(const ServeFlags& flags, metrics::Registry& r
 
 // The process's cache pool, made by the first role that needs one (after its weights are loaded,
 // so that the default budget counts only what they left), with its gauges.
-absl::StatusOr<engine::CachePool*> CachePoolOf(const ServeFlags& flags, metrics::Registry& registry,
-                                               Role& role) {
+absl::StatusOr<engine::CachePool*> CachePoolOf(const ServeFlags& flags,
+                                               prometheus::Registry& registry, Role& role) {
   if (role.cache_pool != nullptr) return role.cache_pool.get();
-  const auto gauge = [&registry](const char* name, const char* help) {
-    return &registry.AddGauge(name, help).Get();
-  };
-  metrics::Gauge* capacity =
-      gauge("specd_cache_memory_capacity_bytes", "The caches' memory budget.");
-  metrics::Gauge* used =
-      gauge("specd_cache_memory_used_bytes", "Cache memory reserved by open sessions.");
-  metrics::Gauge* usage = gauge("specd_cache_memory_usage_perc",
-                                "Cache memory reserved, as a fraction of the budget (0 to 1).");
-  metrics::Gauge* sequences =
-      gauge("specd_cache_sequences", "Sessions holding cache memory (target and drafter).");
-  metrics::Gauge* waiting = gauge("specd_cache_waiting", "Sessions waiting for cache memory.");
+  prometheus::Gauge* capacity =
+      &AddGauge(registry, "specd_cache_memory_capacity_bytes", "The caches' memory budget.");
+  prometheus::Gauge* used = &AddGauge(registry, "specd_cache_memory_used_bytes",
+                                      "Cache memory reserved by open sessions.");
+  prometheus::Gauge* usage =
+      &AddGauge(registry, "specd_cache_memory_usage_perc",
+                "Cache memory reserved, as a fraction of the budget (0 to 1).");
+  prometheus::Gauge* sequences = &AddGauge(registry, "specd_cache_sequences",
+                                           "Sessions holding cache memory (target and drafter).");
+  prometheus::Gauge* waiting =
+      &AddGauge(registry, "specd_cache_waiting", "Sessions waiting for cache memory.");
   absl::StatusOr<std::unique_ptr<engine::CachePool>> pool = engine::CachePool::Create(
       {.budget_bytes = flags.cache_memory > 0 ? flags.cache_memory : engine::DefaultCacheBudget(),
        .block_tokens = flags.cache_block_tokens,
@@ -230,7 +245,7 @@ void ReportCapacity(const ServeFlags& flags, const engine::CachePool& pool, cons
             << " such sessions fit at once" << std::endl;
 }
 
-absl::Status AddVerifier(const ServeFlags& flags, metrics::Registry& registry, Role& role) {
+absl::Status AddVerifier(const ServeFlags& flags, prometheus::Registry& registry, Role& role) {
   absl::StatusOr<model::Qwen35Model> target =
       model::Qwen35Model::Load(flags.model, flags.model_options);
   if (!target.ok()) return target.status();
@@ -238,21 +253,20 @@ absl::Status AddVerifier(const ServeFlags& flags, metrics::Registry& registry, R
   absl::StatusOr<engine::CachePool*> pool = CachePoolOf(flags, registry, role);
   if (!pool.ok()) return pool.status();
   ReportCapacity(flags, **pool, "target", role.target->SequenceFootprint());
+  prometheus::Gauge& open_sessions =
+      AddGauge(registry, "specd_verifier_open_sessions", "Verifier sessions open now.");
   absl::StatusOr<std::unique_ptr<verifier::VerifierHandler>> handler =
       verifier::VerifierHandler::Create(
-          *role.target,
-          {.model_name = flags.model,
-           .quantization = QuantizationOf(flags.model),
-           .tapped_layer_ids = flags.tap_layers,
-           .max_sessions = flags.max_sessions,
-           .max_session_length = flags.max_session_length,
-           .max_block_size = flags.max_block_size,
-           .session_idle_timeout = Seconds(flags.session_idle_timeout_s),
-           .open_sessions =
-               &registry.AddGauge("specd_verifier_open_sessions", "Verifier sessions open now.")
-                    .Get(),
-           .batching = BatchingOf(flags, registry, "verifier"),
-           .cache_pool = *pool});
+          *role.target, {.model_name = flags.model,
+                         .quantization = QuantizationOf(flags.model),
+                         .tapped_layer_ids = flags.tap_layers,
+                         .max_sessions = flags.max_sessions,
+                         .max_session_length = flags.max_session_length,
+                         .max_block_size = flags.max_block_size,
+                         .session_idle_timeout = Seconds(flags.session_idle_timeout_s),
+                         .open_sessions = &open_sessions,
+                         .batching = BatchingOf(flags, registry, "verifier"),
+                         .cache_pool = *pool});
   if (!handler.ok()) return handler.status();
   role.verifier = *std::move(handler);
   role.services.push_back(std::make_unique<verifier::VerifierGrpcService>(*role.verifier));
@@ -263,7 +277,7 @@ absl::Status AddVerifier(const ServeFlags& flags, metrics::Registry& registry, R
 // The drafter drafts through the target's embedding and head: in process, the verifier's own
 // tensors; on its own, the two tensors read from the target checkpoint.
 absl::Status AddDrafter(const ServeFlags& flags, const std::string& target_dir,
-                        metrics::Registry& registry, Role& role) {
+                        prometheus::Registry& registry, Role& role) {
   absl::StatusOr<model::DFlashDrafter> drafter =
       model::DFlashDrafter::Load(flags.drafter, flags.model_options);
   if (!drafter.ok()) return drafter.status();
@@ -276,6 +290,8 @@ absl::Status AddDrafter(const ServeFlags& flags, const std::string& target_dir,
   absl::StatusOr<model::TokenHead> head =
       role.target.has_value() ? role.target->token_head() : model::TokenHead::Load(target_dir);
   if (!head.ok()) return head.status();
+  prometheus::Gauge& open_sessions =
+      AddGauge(registry, "specd_drafter_open_sessions", "Drafter sessions open now.");
   absl::StatusOr<std::unique_ptr<drafter::DrafterHandler>> handler =
       drafter::DrafterHandler::Create(
           *std::move(drafter), *std::move(head), target_config->text,
@@ -284,9 +300,7 @@ absl::Status AddDrafter(const ServeFlags& flags, const std::string& target_dir,
            .default_window = flags.window,
            .max_sessions = flags.max_sessions,
            .session_idle_timeout = Seconds(flags.session_idle_timeout_s),
-           .open_sessions =
-               &registry.AddGauge("specd_drafter_open_sessions", "Drafter sessions open now.")
-                    .Get(),
+           .open_sessions = &open_sessions,
            .batching = BatchingOf(flags, registry, "drafter"),
            .cache_pool = *pool});
   if (!handler.ok()) return handler.status();
@@ -368,7 +382,7 @@ absl::Status WaitForFirstPair(const ServeFlags& flags, const orchestrator::Backe
 }
 
 absl::Status AddOrchestrator(const ServeFlags& flags, const std::string& tokenizer_path,
-                             metrics::Registry& registry, Role& role) {
+                             prometheus::Registry& registry, Role& role) {
   if (!tokenizer_path.empty()) {
     absl::StatusOr<text::Tokenizer> tokenizer = text::Tokenizer::FromFile(tokenizer_path);
     if (!tokenizer.ok()) return tokenizer.status();
@@ -400,7 +414,7 @@ absl::Status AddOrchestrator(const ServeFlags& flags, const std::string& tokeniz
   return absl::OkStatus();
 }
 
-absl::Status BuildRole(const ServeFlags& flags, metrics::Registry& registry, Role& role) {
+absl::Status BuildRole(const ServeFlags& flags, prometheus::Registry& registry, Role& role) {
   const std::string& name = flags.role;
   if (name == "verifier") {
     if (absl::Status ok = RequireFlags({{"--model", &flags.model}}, name); !ok.ok()) return ok;
@@ -517,7 +531,7 @@ absl::Status Serve(ServeFlags flags) {
   if (absl::Status installed = InstallStopHandler(); !installed.ok()) return installed;
   // Before any thread starts: whatever ends this process, its shared memory goes with it.
   if (absl::Status reaper = rpc::StartSharedMemoryReaper(); !reaper.ok()) return reaper;
-  metrics::Registry registry;
+  prometheus::Registry registry;
   Role role;
   if (absl::Status built = BuildRole(flags, registry, role); !built.ok()) return built;
   std::unique_ptr<metrics::MetricsEndpoint> endpoint;

@@ -1,21 +1,24 @@
 #pragma once
-// An HTTP server that answers GET /metrics with a Registry's Prometheus exposition, for
-// Prometheus to scrape. Runs on its own threads; other paths get 404.
+// An HTTP server that answers GET /metrics with the Prometheus exposition of a collectable (the
+// process's prometheus::Registry), for Prometheus to scrape. A common/http server like every HTTP
+// endpoint of specd, rather than prometheus-cpp's Exposer (civetweb): one HTTP stack in the
+// process. Runs on its own threads; other paths get 404.
+#include <prometheus/collectable.h>
+
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "common/http/http_server.h"
-#include "common/metrics/registry.h"
 
 namespace specd::metrics {
 
 class MetricsEndpoint {
  public:
-  // Binds host:port (port 0 picks a free port) and serves in a background thread. `registry`
-  // must outlive the endpoint. Fails when the address cannot be bound.
-  static absl::StatusOr<std::unique_ptr<MetricsEndpoint>> Start(const Registry& registry,
-                                                                const std::string& host, int port);
+  // Binds host:port (port 0 picks a free port) and serves in a background thread. `metrics` must
+  // outlive the endpoint. Fails when the address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<MetricsEndpoint>> Start(
+      const prometheus::Collectable& metrics, const std::string& host, int port);
 
   int port() const { return server_->port(); }
 
@@ -24,8 +27,5 @@ class MetricsEndpoint {
 
   std::unique_ptr<http::HttpServer> server_;  // stops and frees the port when destroyed
 };
-
-// The Content-Type of Prometheus text format 0.0.4.
-inline constexpr char kExpositionContentType[] = "text/plain; version=0.0.4; charset=utf-8";
 
 }  // namespace specd::metrics

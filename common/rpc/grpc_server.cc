@@ -7,6 +7,8 @@
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 #include <grpcpp/support/server_interceptor.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
 
 #include <utility>
 
@@ -20,7 +22,7 @@ namespace {
 // grpc_method and grpc_code, as go-grpc-prometheus names them.
 class HandledCounter final : public grpc::experimental::Interceptor {
  public:
-  HandledCounter(metrics::Family<metrics::Counter>& handled, std::string method)
+  HandledCounter(prometheus::Family<prometheus::Counter>& handled, std::string method)
       : handled_(handled) {
     // "/specd.v1.GenerationService/Generate" → service and method.
     const size_t slash = method.rfind('/');
@@ -32,21 +34,24 @@ class HandledCounter final : public grpc::experimental::Interceptor {
     if (methods->QueryInterceptionHookPoint(
             grpc::experimental::InterceptionHookPoints::PRE_SEND_STATUS)) {
       handled_
-          .WithLabels({service_, method_, StatusCodeName(methods->GetSendStatus().error_code())})
+          .Add({{"grpc_service", service_},
+                {"grpc_method", method_},
+                {"grpc_code", StatusCodeName(methods->GetSendStatus().error_code())}})
           .Increment();
     }
     methods->Proceed();
   }
 
  private:
-  metrics::Family<metrics::Counter>& handled_;
+  prometheus::Family<prometheus::Counter>& handled_;
   std::string service_;
   std::string method_;
 };
 
 class HandledCounterFactory final : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
-  explicit HandledCounterFactory(metrics::Family<metrics::Counter>& handled) : handled_(handled) {}
+  explicit HandledCounterFactory(prometheus::Family<prometheus::Counter>& handled)
+      : handled_(handled) {}
 
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override {
@@ -54,7 +59,7 @@ class HandledCounterFactory final : public grpc::experimental::ServerInterceptor
   }
 
  private:
-  metrics::Family<metrics::Counter>& handled_;
+  prometheus::Family<prometheus::Counter>& handled_;
 };
 
 }  // namespace
@@ -62,16 +67,17 @@ class HandledCounterFactory final : public grpc::experimental::ServerInterceptor
 absl::StatusOr<GrpcServer> StartGrpcServer(const std::string& address,
                                            const std::vector<grpc::Service*>& services,
                                            const std::vector<std::string>& health_names,
-                                           metrics::Registry& registry, bool serving,
+                                           prometheus::Registry& registry, bool serving,
                                            const TlsFiles& tls) {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = ServerCredentialsOf(tls);
   if (!credentials.ok()) return credentials.status();
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  metrics::Family<metrics::Counter>& handled =
-      registry.AddCounter("specd_grpc_server_handled_total",
-                          "gRPC calls completed on the server, by method and status code.",
-                          {"grpc_service", "grpc_method", "grpc_code"});
+  prometheus::Family<prometheus::Counter>& handled =
+      prometheus::BuildCounter()
+          .Name("specd_grpc_server_handled_total")
+          .Help("gRPC calls completed on the server, by method and status code.")
+          .Register(registry);
   GrpcServer result;
   grpc::ServerBuilder builder;
   builder.AddListeningPort(address, *credentials, &result.port);

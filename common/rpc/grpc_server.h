@@ -5,13 +5,13 @@
 // reaches another one.
 #include <grpcpp/channel.h>
 #include <grpcpp/server.h>
+#include <prometheus/registry.h>
 
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/metrics/registry.h"
 #include "common/rpc/tls.h"
 
 namespace specd::rpc {
@@ -28,7 +28,7 @@ struct GrpcServer {
 absl::StatusOr<GrpcServer> StartGrpcServer(const std::string& address,
                                            const std::vector<grpc::Service*>& services,
                                            const std::vector<std::string>& health_names,
-                                           metrics::Registry& registry, bool serving = true,
+                                           prometheus::Registry& registry, bool serving = true,
                                            const TlsFiles& tls = {});
 
 // Reports every name of `server`'s health service as SERVING or NOT_SERVING (a draining server).

@@ -3,6 +3,8 @@
 // embedding and head, and a table of the engine's draft sessions, one per request, each with a
 // mapping of the verifier's context buffer. Each Draft takes in the context rows its session has
 // not seen yet and proposes one block in one non-causal forward (engine::DFlashBlockDrafter).
+#include <prometheus/gauge.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -13,7 +15,6 @@
 #include "common/engine/draft_batcher.h"
 #include "common/engine/step_batcher.h"
 #include "common/io/qwen35_config.h"
-#include "common/metrics/gauge.h"
 #include "common/model/dflash_drafter.h"
 #include "common/model/token_head.h"
 #include "common/rpc/session_table.h"
@@ -27,7 +28,7 @@ struct DrafterOptions {
   int64_t default_window = 0;  // a Draft without a window gets this one; 0: full attention
   int64_t max_sessions = 64;
   absl::Duration session_idle_timeout = absl::Seconds(60);
-  metrics::Gauge* open_sessions = nullptr;  // optional: follows the number of open sessions
+  prometheus::Gauge* open_sessions = nullptr;  // optional: follows the number of open sessions
   engine::BatchingOptions batching = {};
   // The memory budget sessions' caches reserve from; none: no budget. A session that does not
   // fit now is refused (RESOURCE_EXHAUSTED), its request going on target-only. It must outlive

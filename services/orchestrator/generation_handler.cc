@@ -111,7 +111,7 @@ struct GenerationHandler::Prepared {
 };
 
 absl::StatusOr<std::unique_ptr<GenerationHandler>> GenerationHandler::Create(
-    BackendPool& backends, const text::Tokenizer* tokenizer, metrics::Registry& registry,
+    BackendPool& backends, const text::Tokenizer* tokenizer, prometheus::Registry& registry,
     OrchestratorOptions options) {
   if (options.max_running < 1 || options.max_waiting < 0) {
     return absl::InvalidArgumentError("max_running must be ≥ 1 and max_waiting ≥ 0");
@@ -121,7 +121,7 @@ absl::StatusOr<std::unique_ptr<GenerationHandler>> GenerationHandler::Create(
 }
 
 GenerationHandler::GenerationHandler(BackendPool& backends, const text::Tokenizer* tokenizer,
-                                     metrics::Registry& registry, OrchestratorOptions options)
+                                     prometheus::Registry& registry, OrchestratorOptions options)
     : backends_(backends),
       tokenizer_(tokenizer),
       chat_(options.chat_flavor),

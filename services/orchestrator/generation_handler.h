@@ -5,6 +5,8 @@
 // recording acceptance and latency per input-length regime. A drafter that fails or cannot be
 // reached never fails a request: it continues target-only (Verify without drafts), counted in a
 // metric.
+#include <prometheus/registry.h>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -20,7 +22,6 @@
 #include "common/engine/admission_queue.h"
 #include "common/engine/ports.h"
 #include "common/engine/regime.h"
-#include "common/metrics/registry.h"
 #include "common/text/chat_template.h"
 #include "common/text/tokenizer.h"
 #include "services/orchestrator/backend_pool.h"
@@ -57,7 +58,7 @@ class GenerationHandler {
   // outlive it.
   static absl::StatusOr<std::unique_ptr<GenerationHandler>> Create(BackendPool& backends,
                                                                    const text::Tokenizer* tokenizer,
-                                                                   metrics::Registry& registry,
+                                                                   prometheus::Registry& registry,
                                                                    OrchestratorOptions options);
 
   // True once the client cancelled or its deadline passed; checked before every step.
@@ -84,7 +85,7 @@ class GenerationHandler {
   };
 
   GenerationHandler(BackendPool& backends, const text::Tokenizer* tokenizer,
-                    metrics::Registry& registry, OrchestratorOptions options);
+                    prometheus::Registry& registry, OrchestratorOptions options);
 
   // Every request runs here; Generate collects the stream it writes.
   absl::Status Run(v1::GenerateStreamRequest request, const Cancelled& cancelled,

@@ -2,10 +2,16 @@
 // The orchestrator's Prometheus metrics: vLLM's spec-decode and latency metrics with a specd_
 // prefix (research/serving_anchors.md), labelled by `model` and by the request's input-length
 // `regime` where the number depends on it, so τ and time to first token can be read per regime.
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/labels.h>
+#include <prometheus/registry.h>
+
 #include <string>
 
 #include "common/engine/regime.h"
-#include "common/metrics/registry.h"
 
 namespace specd::orchestrator {
 
@@ -21,7 +27,8 @@ struct RequestRecord {
 
 class OrchestratorMetrics {
  public:
-  OrchestratorMetrics(metrics::Registry& registry, std::string model_name);
+  // Registers the families (a second OrchestratorMetrics on one registry shares them).
+  OrchestratorMetrics(prometheus::Registry& registry, std::string model_name);
 
   // One verify step that checked `drafts` drafted tokens and accepted the first `accepted`.
   void RecordDraftedStep(engine::Regime regime, int64_t drafts, int64_t accepted);
@@ -31,27 +38,40 @@ class OrchestratorMetrics {
   void RecordDrafterFallback();
   void RecordRequest(const RequestRecord& record);
 
-  metrics::Gauge& running() { return running_; }
-  metrics::Gauge& waiting() { return waiting_; }
+  prometheus::Gauge& running() { return running_; }
+  prometheus::Gauge& waiting() { return waiting_; }
 
  private:
+  // prometheus-cpp gives a histogram its buckets when a series is first added, so the family
+  // keeps them for every label set it meets.
+  struct Histograms {
+    prometheus::Family<prometheus::Histogram>& family;
+    prometheus::Histogram::BucketBoundaries buckets;
+
+    prometheus::Histogram& Add(const prometheus::Labels& labels) {
+      return family.Add(labels, buckets);
+    }
+  };
+
+  prometheus::Labels ModelRegime(engine::Regime regime) const;
+
   const std::string model_;
-  metrics::Family<metrics::Counter>& num_drafts_;
-  metrics::Family<metrics::Counter>& num_draft_tokens_;
-  metrics::Family<metrics::Counter>& num_accepted_tokens_;
-  metrics::Family<metrics::Counter>& accepted_per_position_;
-  metrics::Family<metrics::Histogram>& acceptance_length_;
-  metrics::Family<metrics::Histogram>& time_to_first_token_;
-  metrics::Family<metrics::Histogram>& inter_token_latency_;
-  metrics::Family<metrics::Histogram>& e2e_latency_;
-  metrics::Family<metrics::Histogram>& draft_step_;
-  metrics::Family<metrics::Histogram>& verify_step_;
-  metrics::Family<metrics::Counter>& requests_;
-  metrics::Family<metrics::Counter>& prompt_tokens_;
-  metrics::Family<metrics::Counter>& generation_tokens_;
-  metrics::Counter& drafter_fallbacks_;
-  metrics::Gauge& running_;
-  metrics::Gauge& waiting_;
+  prometheus::Family<prometheus::Counter>& num_drafts_;
+  prometheus::Family<prometheus::Counter>& num_draft_tokens_;
+  prometheus::Family<prometheus::Counter>& num_accepted_tokens_;
+  prometheus::Family<prometheus::Counter>& accepted_per_position_;
+  Histograms acceptance_length_;
+  Histograms time_to_first_token_;
+  Histograms inter_token_latency_;
+  Histograms e2e_latency_;
+  Histograms draft_step_;
+  Histograms verify_step_;
+  prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Family<prometheus::Counter>& prompt_tokens_;
+  prometheus::Family<prometheus::Counter>& generation_tokens_;
+  prometheus::Counter& drafter_fallbacks_;
+  prometheus::Gauge& running_;
+  prometheus::Gauge& waiting_;
 };
 
 }  // namespace specd::orchestrator

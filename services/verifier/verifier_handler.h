@@ -4,6 +4,8 @@
 // Prefill and Verify are engine::TargetSession's, run by an engine::TargetBatcher so that every
 // session's step shares one forward; this adds the contract's checks and mapping, and writes each
 // step's committed rows into the buffer.
+#include <prometheus/gauge.h>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -16,7 +18,6 @@
 #include "common/engine/step_batcher.h"
 #include "common/engine/target_batcher.h"
 #include "common/engine/target_session.h"
-#include "common/metrics/gauge.h"
 #include "common/model/qwen35_model.h"
 #include "common/rpc/session_table.h"
 #include "services/verifier/verifier_api.h"
@@ -32,7 +33,7 @@ struct VerifierOptions {
   int64_t max_session_length = 4096;  // capped by the model's max_position_embeddings
   int64_t max_block_size = 16;
   absl::Duration session_idle_timeout = absl::Seconds(60);
-  metrics::Gauge* open_sessions = nullptr;  // optional: follows the number of open sessions
+  prometheus::Gauge* open_sessions = nullptr;  // optional: follows the number of open sessions
   engine::BatchingOptions batching = {};
   // The memory budget sessions (caches and context buffers) reserve from; none: no budget. It
   // must outlive the handler.

@@ -1,10 +1,14 @@
 #pragma once
 // The trainer's Prometheus metrics: jobs per state, each running job's step, loss and
 // throughput, and jobs finished per terminal state.
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
 #include <map>
 #include <string>
 
-#include "common/metrics/registry.h"
 #include "specd/v1/trainer.pb.h"
 
 namespace specd::trainer {
@@ -12,7 +16,7 @@ namespace specd::trainer {
 class TrainerMetrics {
  public:
   // Registers the families (idempotent: a second TrainerMetrics on one registry shares them).
-  explicit TrainerMetrics(metrics::Registry& registry);
+  explicit TrainerMetrics(prometheus::Registry& registry);
 
   // specd_trainer_jobs{state}: every state, 0 where `counts` has none.
   void SetJobCounts(const std::map<v1::JobState, int64_t>& counts);
@@ -22,11 +26,11 @@ class TrainerMetrics {
   void JobFinished(v1::JobState state);
 
  private:
-  metrics::Family<metrics::Gauge>& jobs_;
-  metrics::Family<metrics::Gauge>& step_;
-  metrics::Family<metrics::Gauge>& loss_;
-  metrics::Family<metrics::Gauge>& tokens_per_second_;
-  metrics::Family<metrics::Counter>& finished_;
+  prometheus::Family<prometheus::Gauge>& jobs_;
+  prometheus::Family<prometheus::Gauge>& step_;
+  prometheus::Family<prometheus::Gauge>& loss_;
+  prometheus::Family<prometheus::Gauge>& tokens_per_second_;
+  prometheus::Family<prometheus::Counter>& finished_;
 };
 
 }  // namespace specd::trainer

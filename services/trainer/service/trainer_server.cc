@@ -5,7 +5,7 @@
 namespace specd::trainer {
 
 absl::StatusOr<std::unique_ptr<TrainerServer>> TrainerServer::Create(
-    const TrainerServerOptions& options, metrics::Registry& registry) {
+    const TrainerServerOptions& options, prometheus::Registry& registry) {
   std::error_code error;
   const std::filesystem::path work_root = std::filesystem::absolute(options.work_root, error);
   std::filesystem::create_directories(work_root, error);

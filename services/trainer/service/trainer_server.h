@@ -8,6 +8,7 @@
 //   (*trainer)->Shutdown();   // before grpc::Server::Shutdown(): it ends following log streams
 //   server->Shutdown();
 #include <grpcpp/grpcpp.h>
+#include <prometheus/registry.h>
 
 #include <filesystem>
 #include <memory>
@@ -16,7 +17,6 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/metrics/registry.h"
 #include "services/trainer/service/job_runner.h"
 #include "services/trainer/service/job_store.h"
 #include "services/trainer/service/trainer_metrics.h"
@@ -43,7 +43,7 @@ class TrainerServer {
   // Opens the store, resumes the jobs a previous trainer left RUNNING, and starts the queue.
   // FAILED_PRECONDITION if another trainer runs on the same work root.
   static absl::StatusOr<std::unique_ptr<TrainerServer>> Create(const TrainerServerOptions& options,
-                                                               metrics::Registry& registry);
+                                                               prometheus::Registry& registry);
   ~TrainerServer();  // Shutdown()
 
   grpc::Service* service() { return service_.get(); }

@@ -1,20 +1,21 @@
-// MetricsEndpoint serves the registry over real HTTP on loopback.
+// MetricsEndpoint serves a registry over real HTTP on loopback.
 #include "common/metrics/http_endpoint.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
 
 #include <chrono>
 #include <memory>
-
-#include "common/metrics/registry.h"
 
 namespace specd::metrics {
 namespace {
 
 constexpr char kLoopback[] = "127.0.0.1";
 
-std::unique_ptr<MetricsEndpoint> StartOrDie(const Registry& registry, int port) {
+std::unique_ptr<MetricsEndpoint> StartOrDie(const prometheus::Registry& registry, int port) {
   absl::StatusOr<std::unique_ptr<MetricsEndpoint>> endpoint =
       MetricsEndpoint::Start(registry, kLoopback, port);
   EXPECT_TRUE(endpoint.ok()) << endpoint.status();
@@ -22,8 +23,12 @@ std::unique_ptr<MetricsEndpoint> StartOrDie(const Registry& registry, int port) 
 }
 
 TEST(MetricsEndpoint, ServesTheExpositionOnGetMetrics) {
-  Registry registry;
-  Counter& requests = registry.AddCounter("specd_requests_total", "Requests served.").Get();
+  prometheus::Registry registry;
+  prometheus::Counter& requests = prometheus::BuildCounter()
+                                      .Name("specd_requests_total")
+                                      .Help("Requests served.")
+                                      .Register(registry)
+                                      .Add({});
   requests.Increment(5);
   std::unique_ptr<MetricsEndpoint> endpoint = StartOrDie(registry, 0);
   ASSERT_NE(endpoint, nullptr);
@@ -42,8 +47,12 @@ specd_requests_total 5
 }
 
 TEST(MetricsEndpoint, ServesCurrentValuesOnEveryScrape) {
-  Registry registry;
-  Gauge& running = registry.AddGauge("specd_requests_running", "In flight.").Get();
+  prometheus::Registry registry;
+  prometheus::Gauge& running = prometheus::BuildGauge()
+                                   .Name("specd_requests_running")
+                                   .Help("In flight.")
+                                   .Register(registry)
+                                   .Add({});
   std::unique_ptr<MetricsEndpoint> endpoint = StartOrDie(registry, 0);
   ASSERT_NE(endpoint, nullptr);
   httplib::Client client(kLoopback, endpoint->port());
@@ -59,7 +68,7 @@ TEST(MetricsEndpoint, ServesCurrentValuesOnEveryScrape) {
 }
 
 TEST(MetricsEndpoint, AnswersOtherPathsWith404) {
-  Registry registry;
+  prometheus::Registry registry;
   std::unique_ptr<MetricsEndpoint> endpoint = StartOrDie(registry, 0);
   ASSERT_NE(endpoint, nullptr);
   httplib::Client client(kLoopback, endpoint->port());
@@ -73,7 +82,7 @@ TEST(MetricsEndpoint, AnswersOtherPathsWith404) {
 }
 
 TEST(MetricsEndpoint, FailsToStartOnAPortAlreadyInUse) {
-  Registry registry;
+  prometheus::Registry registry;
   std::unique_ptr<MetricsEndpoint> first = StartOrDie(registry, 0);
   ASSERT_NE(first, nullptr);
 
@@ -84,7 +93,7 @@ TEST(MetricsEndpoint, FailsToStartOnAPortAlreadyInUse) {
 }
 
 TEST(MetricsEndpoint, RejectsPortOutsideTheValidRange) {
-  Registry registry;
+  prometheus::Registry registry;
 
   EXPECT_EQ(MetricsEndpoint::Start(registry, kLoopback, 70000).status().code(),
             absl::StatusCode::kInvalidArgument);
@@ -93,7 +102,7 @@ TEST(MetricsEndpoint, RejectsPortOutsideTheValidRange) {
 }
 
 TEST(MetricsEndpoint, DestructorStopsServingAndFreesThePort) {
-  Registry registry;
+  prometheus::Registry registry;
   std::unique_ptr<MetricsEndpoint> endpoint = StartOrDie(registry, 0);
   ASSERT_NE(endpoint, nullptr);
   const int port = endpoint->port();
@@ -110,7 +119,7 @@ TEST(MetricsEndpoint, DestructorStopsServingAndFreesThePort) {
 
 // Prometheus keeps its scrape connection open between scrapes; shutdown must not wait on it.
 TEST(MetricsEndpoint, DestructorReturnsPromptlyWhileAClientKeepsItsConnectionOpen) {
-  Registry registry;
+  prometheus::Registry registry;
   std::unique_ptr<MetricsEndpoint> endpoint = StartOrDie(registry, 0);
   ASSERT_NE(endpoint, nullptr);
   httplib::Client client(kLoopback, endpoint->port());

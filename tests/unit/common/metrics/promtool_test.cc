@@ -1,11 +1,18 @@
 // Prometheus's own linter accepts specd's exposition: `promtool check metrics` reads it on stdin
 // and prints nothing when every line parses and follows the naming conventions.
 #include <gtest/gtest.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/labels.h>
+#include <prometheus/registry.h>
 
 #include <filesystem>
 #include <string>
 
-#include "common/metrics/registry.h"
+#include "common/metrics/exposition.h"
+#include "common/metrics/vllm_buckets.h"
 #include "tests/support/subprocess.h"
 
 namespace specd::metrics {
@@ -20,34 +27,53 @@ testing::ProcessResult CheckMetrics(const std::string& exposition) {
   return testing::RunProcess({kPromtool, "check", "metrics"}, exposition);
 }
 
-void FillWithEveryKindOfMetric(Registry& registry) {
-  Family<Counter>& drafts = registry.AddCounter(
-      "specd_spec_decode_num_drafts_total", "Draft blocks proposed to the verifier.", {"model"});
-  drafts.WithLabels({"qwen3.5-4b"}).Increment(12);
-  drafts.WithLabels({"C:\\odd \"model\"\nname"}).Increment(1);
-  registry.AddCounter("specd_spec_decode_num_accepted_tokens_total", "Accepted draft tokens.")
-      .Get()
+void FillWithEveryKindOfMetric(prometheus::Registry& registry) {
+  prometheus::Family<prometheus::Counter>& drafts =
+      prometheus::BuildCounter()
+          .Name("specd_spec_decode_num_drafts_total")
+          .Help("Draft blocks proposed to the verifier.")
+          .Register(registry);
+  drafts.Add({{"model", "qwen3.5-4b"}}).Increment(12);
+  drafts.Add({{"model", "C:\\odd \"model\"\nname"}}).Increment(1);
+  prometheus::BuildCounter()
+      .Name("specd_spec_decode_num_accepted_tokens_total")
+      .Help("Accepted draft tokens.")
+      .Register(registry)
+      .Add({})
       .Increment(40);
-  registry.AddCounter("specd_request_errors_total", "Failed requests.", {"code"});  // no children
-  registry.AddGauge("specd_requests_running", "Requests in flight.").Get().Set(3);
-  registry
-      .AddGauge("specd_kv_cache_usage_ratio", "KV cache use, 1 = full.\nPer device.", {"device"})
-      .WithLabels({"cuda:0"})
+  prometheus::BuildCounter()  // no series
+      .Name("specd_request_errors_total")
+      .Help("Failed requests.")
+      .Register(registry);
+  prometheus::BuildGauge()
+      .Name("specd_requests_running")
+      .Help("Requests in flight.")
+      .Register(registry)
+      .Add({})
+      .Set(3);
+  prometheus::BuildGauge()
+      .Name("specd_kv_cache_usage_ratio")
+      .Help("KV cache use, 1 = full, per device.")
+      .Register(registry)
+      .Add({{"device", "cuda:0"}})
       .Set(0.125);
 
-  const std::vector<std::string> labels = {"model"};
-  Histogram& ttft = registry
-                        .AddHistogram("specd_time_to_first_token_seconds", "Time to first token.",
-                                      TimeToFirstTokenBuckets(), labels)
-                        .WithLabels({"qwen3.5-4b"});
-  Histogram& itl = registry
-                       .AddHistogram("specd_inter_token_latency_seconds", "Inter-token latency.",
-                                     InterTokenLatencyBuckets(), labels)
-                       .WithLabels({"qwen3.5-4b"});
-  Histogram& e2e = registry
-                       .AddHistogram("specd_e2e_request_latency_seconds", "Request latency.",
-                                     RequestLatencyBuckets(), labels)
-                       .WithLabels({"qwen3.5-4b"});
+  const prometheus::Labels labels = {{"model", "qwen3.5-4b"}, {"regime", "short"}};
+  prometheus::Histogram& ttft = prometheus::BuildHistogram()
+                                    .Name("specd_time_to_first_token_seconds")
+                                    .Help("Time to first token.")
+                                    .Register(registry)
+                                    .Add(labels, TimeToFirstTokenBuckets());
+  prometheus::Histogram& itl = prometheus::BuildHistogram()
+                                   .Name("specd_inter_token_latency_seconds")
+                                   .Help("Inter-token latency.")
+                                   .Register(registry)
+                                   .Add(labels, InterTokenLatencyBuckets());
+  prometheus::Histogram& e2e = prometheus::BuildHistogram()
+                                   .Name("specd_e2e_request_latency_seconds")
+                                   .Help("Request latency.")
+                                   .Register(registry)
+                                   .Add(labels, RequestLatencyBuckets());
   for (const double seconds : {0.0004, 0.03, 0.3, 2.0, 90.0, 10000.0}) {
     ttft.Observe(seconds);
     itl.Observe(seconds);
@@ -56,10 +82,10 @@ void FillWithEveryKindOfMetric(Registry& registry) {
 }
 
 TEST(Promtool, AcceptsARegistryHoldingEveryKindOfMetric) {
-  Registry registry;
+  prometheus::Registry registry;
   FillWithEveryKindOfMetric(registry);
 
-  const testing::ProcessResult result = CheckMetrics(registry.Exposition());
+  const testing::ProcessResult result = CheckMetrics(Exposition(registry));
 
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_EQ(result.out, "");

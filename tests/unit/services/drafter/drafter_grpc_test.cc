@@ -2,6 +2,8 @@
 // changes neither the proposals of the handler it serves nor the codes of its errors.
 #include "services/drafter/drafter_grpc.h"
 
+#include <prometheus/registry.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -40,7 +42,7 @@ TEST(DrafterGrpc, AClientOverLoopbackGetsTheHandlersProposalsAndErrorCodes) {
   ASSERT_TRUE(verifier != nullptr && handler != nullptr);
 
   DrafterGrpcService service(*handler);
-  metrics::Registry registry;
+  prometheus::Registry registry;
   absl::StatusOr<rpc::GrpcServer> server =
       rpc::StartGrpcServer("127.0.0.1:0", {&service}, {}, registry);
   ASSERT_TRUE(server.ok()) << server.status();

@@ -5,6 +5,7 @@
 #include "services/openai/openai_server.h"
 
 #include <httplib.h>
+#include <prometheus/registry.h>
 
 #include <chrono>
 #include <filesystem>
@@ -18,6 +19,7 @@
 
 #include "common/engine/in_process_ports.h"
 #include "common/io/qwen35_config.h"
+#include "common/metrics/exposition.h"
 #include "common/model/synthetic/random_checkpoint.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -154,7 +156,7 @@ class OpenAiServerTest : public ::testing::Test {
   bool MetricsShowWithin(const std::string& line, std::chrono::seconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
-      if (registry_.Exposition().find(line) != std::string::npos) return true;
+      if (metrics::Exposition(registry_).find(line) != std::string::npos) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return false;
@@ -163,7 +165,7 @@ class OpenAiServerTest : public ::testing::Test {
   static inline std::filesystem::path* model_dir_ = nullptr;
   static inline model::Qwen35Model* target_ = nullptr;
   static inline text::Tokenizer* tokenizer_ = nullptr;
-  metrics::Registry registry_;
+  prometheus::Registry registry_;
   std::shared_ptr<verifier::VerifierHandler> verifier_;
   std::shared_ptr<drafter::DrafterHandler> drafter_;
   std::unique_ptr<orchestrator::BackendPool> pool_;
@@ -314,7 +316,8 @@ TEST_F(OpenAiServerTest, RefusalsAreOpenAiErrorObjectsWithTheirStatusAndNothingR
   ASSERT_TRUE(unknown);
   EXPECT_EQ(unknown->status, 404);
   EXPECT_EQ(json::parse(unknown->body)["error"]["type"], "invalid_request_error");
-  EXPECT_THAT(registry_.Exposition(), ::testing::Not(HasSubstr("specd_request_success_total{")));
+  EXPECT_THAT(metrics::Exposition(registry_),
+              ::testing::Not(HasSubstr("specd_request_success_total{")));
 }
 
 TEST_F(OpenAiServerTest, TheApiKeyGuardsEveryPathButHealth) {
@@ -329,7 +332,8 @@ TEST_F(OpenAiServerTest, TheApiKeyGuardsEveryPathButHealth) {
     EXPECT_EQ(json::parse(refused->body)["error"]["type"], "authentication_error");
     EXPECT_EQ(Client().Get("/v1/models", headers)->status, 401);
   }
-  EXPECT_THAT(registry_.Exposition(), ::testing::Not(HasSubstr("specd_request_success_total{")));
+  EXPECT_THAT(metrics::Exposition(registry_),
+              ::testing::Not(HasSubstr("specd_request_success_total{")));
   const httplib::Headers key = {{"Authorization", "Bearer sesame"}};
   EXPECT_EQ(Post("/v1/completions", body, key)->status, 200);
   const httplib::Result models = Client().Get("/v1/models", key);
@@ -372,12 +376,16 @@ TEST_F(OpenAiServerTest, AClientThatGoesAwayAbortsItsRequestStreamedOrNot) {
   // A stream whose reader stops after its first chunk: the connection closes.
   PostReading({{"prompt", "x"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}},
               [] { return false; });
-  EXPECT_TRUE(MetricsShowWithin("finished_reason=\"abort\"} 1\n", std::chrono::seconds(10)))
-      << registry_.Exposition();
+  EXPECT_TRUE(MetricsShowWithin(
+      "specd_request_success_total{finished_reason=\"abort\",model=\"test\",regime=\"short\"} 1\n",
+      std::chrono::seconds(10)))
+      << metrics::Exposition(registry_);
   // A whole reply whose client stops waiting: it goes at the first heartbeat.
   PostReading({{"prompt", "x"}, {"max_tokens", 4000}, {"ignore_eos", true}}, [] { return false; });
-  EXPECT_TRUE(MetricsShowWithin("finished_reason=\"abort\"} 2\n", std::chrono::seconds(10)))
-      << registry_.Exposition();
+  EXPECT_TRUE(MetricsShowWithin(
+      "specd_request_success_total{finished_reason=\"abort\",model=\"test\",regime=\"short\"} 2\n",
+      std::chrono::seconds(10)))
+      << metrics::Exposition(registry_);
   EXPECT_TRUE(
       MetricsShowWithin("specd_num_requests_running{model=\"test\"} 0\n", std::chrono::seconds(5)));
 }

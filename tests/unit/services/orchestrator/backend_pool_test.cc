@@ -3,6 +3,8 @@
 // leave when they are no longer listed, their running requests finishing on them.
 #include "services/orchestrator/backend_pool.h"
 
+#include <prometheus/registry.h>
+
 #include <map>
 #include <memory>
 #include <string>
@@ -94,7 +96,7 @@ TEST_F(BackendPoolTest, HostsJoinWhenListedAndLeaveWhenNotWhileTheirRequestsFini
 }
 
 TEST_F(BackendPoolTest, AHostWhoseVerifierDoesNotAnswerJoinsOnceItDoes) {
-  metrics::Registry registry;
+  prometheus::Registry registry;
   std::shared_ptr<verifier::VerifierHandler> handler = testing::PairVerifier(*target_);
   verifier::VerifierGrpcService service(*handler);
   // A port that nothing listens on yet: bind, note it, and serve there only later.

@@ -7,6 +7,7 @@
 #include "services/orchestrator/generation_handler.h"
 
 #include <ATen/ATen.h>
+#include <prometheus/registry.h>
 
 #include <algorithm>
 #include <functional>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "common/engine/in_process_ports.h"
+#include "common/metrics/exposition.h"
 #include "common/rpc/grpc_server.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -118,7 +120,7 @@ class GenerationHandlerTest : public ::testing::Test {
   static bool Never() { return false; }
 
   static inline model::Qwen35Model* target_ = nullptr;
-  metrics::Registry registry_;
+  prometheus::Registry registry_;
   std::shared_ptr<verifier::VerifierHandler> verifier_;
   std::shared_ptr<drafter::DrafterHandler> drafter_;
   std::vector<std::unique_ptr<BackendPool>> pools_;
@@ -249,7 +251,7 @@ class ServedPair {
   void StopDrafter() { drafter_server_.server->Shutdown(); }
 
  private:
-  metrics::Registry registry_;
+  prometheus::Registry registry_;
   verifier::VerifierGrpcService verifier_service_;
   drafter::DrafterGrpcService drafter_service_;
   rpc::GrpcServer verifier_server_;
@@ -488,7 +490,7 @@ TEST_F(GenerationHandlerTest, ALostDrafterCostsSpeedNotTheRequest) {
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(Ids(*response), TargetOnlyIds(prompt));
   EXPECT_EQ(response->acceptance().num_target_only_steps(), kNewTokens - 1);
-  EXPECT_THAT(registry_.Exposition(),
+  EXPECT_THAT(metrics::Exposition(registry_),
               HasSubstr("specd_drafter_fallbacks_total{model=\"test\"} 1\n"));
 }
 
@@ -613,14 +615,14 @@ TEST_F(GenerationHandlerTest, MetricsCountDraftsAndLatencyPerRegime) {
   std::unique_ptr<GenerationHandler> handler = InProcess();
   absl::StatusOr<v1::GenerateResponse> response = handler->Generate(Request(Prompt()), Never);
   ASSERT_TRUE(response.ok()) << response.status();
-  const std::string exposition = registry_.Exposition();
+  const std::string exposition = metrics::Exposition(registry_);
   EXPECT_THAT(exposition,
               HasSubstr("specd_spec_decode_num_drafts_total{model=\"test\",regime=\"short\"} " +
                         std::to_string(response->acceptance().num_drafts()) + "\n"));
   EXPECT_THAT(exposition, HasSubstr("specd_time_to_first_token_seconds_count{model=\"test\","
                                     "regime=\"short\"} 1\n"));
-  EXPECT_THAT(exposition, HasSubstr("specd_request_success_total{model=\"test\",regime="
-                                    "\"short\",finished_reason=\"length\"} 1\n"));
+  EXPECT_THAT(exposition, HasSubstr("specd_request_success_total{finished_reason=\"length\","
+                                    "model=\"test\",regime=\"short\"} 1\n"));
   EXPECT_THAT(exposition, HasSubstr("specd_num_requests_running{model=\"test\"} 0\n"));
   // Drafted positions have their series even when nothing there was accepted (a random drafter).
   const v1::AcceptanceStats& acceptance = response->acceptance();
@@ -628,7 +630,7 @@ TEST_F(GenerationHandlerTest, MetricsCountDraftsAndLatencyPerRegime) {
       acceptance.accepted_per_position_size() > 0 ? acceptance.accepted_per_position(0) : 0;
   EXPECT_THAT(exposition,
               HasSubstr("specd_spec_decode_num_accepted_tokens_per_pos_total{model=\"test\","
-                        "regime=\"short\",position=\"0\"} " +
+                        "position=\"0\",regime=\"short\"} " +
                         std::to_string(accepted_first) + "\n"));
 }
 

@@ -3,6 +3,7 @@
 #include "services/verifier/verifier_grpc.h"
 
 #include <ATen/ATen.h>
+#include <prometheus/registry.h>
 
 #include <cstdint>
 #include <memory>
@@ -37,7 +38,7 @@ TEST(VerifierGrpc, AClientOverLoopbackGetsTheHandlersResultsAndErrorCodes) {
   ASSERT_NE(handler, nullptr);
 
   VerifierGrpcService service(*handler);
-  metrics::Registry registry;
+  prometheus::Registry registry;
   absl::StatusOr<rpc::GrpcServer> server =
       rpc::StartGrpcServer("127.0.0.1:0", {&service}, {}, registry);
   ASSERT_TRUE(server.ok()) << server.status();

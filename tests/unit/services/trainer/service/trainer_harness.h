@@ -3,6 +3,7 @@
 // byte-level tokenizer, a few texts, a packed dataset), stage configs over it, and a real
 // trainer behind a real gRPC server on 127.0.0.1, running the built `specd` binary.
 #include <grpcpp/grpcpp.h>
+#include <prometheus/registry.h>
 
 #include <filesystem>
 #include <functional>
@@ -11,7 +12,6 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/metrics/registry.h"
 #include "services/trainer/service/trainer_server.h"
 #include "specd/v1/trainer.grpc.pb.h"
 
@@ -48,7 +48,7 @@ class TrainerHarness {
   v1::TrainerService::Stub& stub() { return *stub_; }
   grpc::Server& server() { return *server_; }
   const std::string& address() const { return address_; }
-  metrics::Registry& registry() { return registry_; }
+  prometheus::Registry& registry() { return registry_; }
 
   absl::StatusOr<v1::SubmitJobResponse> Submit(v1::JobType type, const std::string& config,
                                                const std::string& submission_id);
@@ -61,7 +61,7 @@ class TrainerHarness {
   absl::StatusOr<std::vector<v1::LogLine>> ReadLogs(const v1::StreamLogsRequest& request);
 
  private:
-  metrics::Registry registry_;
+  prometheus::Registry registry_;
   std::unique_ptr<TrainerServer> trainer_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::TrainerService::Stub> stub_;

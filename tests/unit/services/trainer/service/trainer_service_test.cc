@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "absl/strings/match.h"
+#include "common/metrics/exposition.h"
 #include "services/trainer/service/job_names.h"
 #include "services/trainer/service/job_store.h"
 #include "tests/support/paths.h"
@@ -87,10 +88,11 @@ TEST_F(TrainerServiceTest, APackJobSucceedsAndItsLogStreamsToTheEnd) {
   EXPECT_EQ(rest->size(), lines->size() - 1);
   EXPECT_EQ(rest->front().line_number(), 1u);
 
-  const std::string metrics = trainer.registry().Exposition();
-  EXPECT_TRUE(absl::StrContains(metrics, "specd_trainer_jobs{state=\"succeeded\"} 1")) << metrics;
+  const std::string exposition = metrics::Exposition(trainer.registry());
+  EXPECT_TRUE(absl::StrContains(exposition, "specd_trainer_jobs{state=\"succeeded\"} 1"))
+      << exposition;
   EXPECT_TRUE(
-      absl::StrContains(metrics, "specd_trainer_jobs_finished_total{state=\"succeeded\"} 1"));
+      absl::StrContains(exposition, "specd_trainer_jobs_finished_total{state=\"succeeded\"} 1"));
 }
 
 TEST_F(TrainerServiceTest, AQuantizeJobWritesItsCheckpointIntoTheModelSubdirectory) {
@@ -247,7 +249,7 @@ TEST_F(TrainerServiceTest, CancellingARunningJobStopsItsProcess) {
   EXPECT_EQ(running->progress().stage(), v1::JOB_TYPE_PRETRAIN);
   const std::string config_file = running->output_dir() + "/config.yaml";
   EXPECT_TRUE(ProcessRunningWith(config_file));
-  EXPECT_TRUE(absl::StrContains(trainer.registry().Exposition(),
+  EXPECT_TRUE(absl::StrContains(metrics::Exposition(trainer.registry()),
                                 "specd_trainer_job_step{job_id=\"" + id + "\",type=\"pretrain\"}"));
 
   grpc::ClientContext context;
@@ -379,7 +381,7 @@ TEST_F(TrainerServiceTest, AJobLeftCancellingByAPreviousTrainerIsCancelledAtTheN
 
 TEST_F(TrainerServiceTest, ASecondTrainerOnTheSameWorkRootIsRefused) {
   TrainerHarness trainer(work_root_.path());
-  metrics::Registry registry;
+  prometheus::Registry registry;
   absl::StatusOr<std::unique_ptr<TrainerServer>> second =
       TrainerServer::Create({.work_root = work_root_.path(),
                              .allowed_roots = {},
