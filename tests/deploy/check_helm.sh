@@ -46,8 +46,9 @@ check "defaults" 1.29.0
 check "every switch on (DRA, KEDA, monitoring, NetworkPolicies, hostPath)" 1.34.0 \
   -f "$all_values" --api-versions resource.k8s.io/v1 \
   --api-versions monitoring.coreos.com/v1 --api-versions keda.sh/v1alpha1
-check "target only, trainer on a pre-bound volume" 1.31.0 \
-  --set models.drafter= --set trainer.persistence.storageClass=-
+check "target only, trainer on a pre-bound volume, no HTTP API" 1.31.0 \
+  --set models.drafter= --set trainer.persistence.storageClass=- \
+  --set orchestrator.http.enabled=false
 check "drafter on the node's GPU" 1.31.0 --set pairs.gpu.devicePlugin.drafter=nodeGPU
 check "drafter on a GPU of its own, no trainer, no disruption budgets" 1.31.0 \
   --set pairs.gpu.devicePlugin.drafter=dedicated --set trainer.enabled=false \

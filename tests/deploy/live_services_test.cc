@@ -130,6 +130,7 @@ class RenderedPods {
       const std::string flag = arg.substr(0, arg.find('='));
       if (flag == "--port") arg = absl::StrCat(flag, "=", ports_[name].first);
       if (flag == "--metrics-port") arg = absl::StrCat(flag, "=", ports_[name].second);
+      if (flag == "--http-port") arg = absl::StrCat(flag, "=", FreePort());
       if (flag == "--verifier-port") arg = absl::StrCat(flag, "=", ports_["verifier"].first);
       if (flag == "--drafter-port" && !arg.ends_with("=0")) {
         arg = absl::StrCat(flag, "=", ports_["drafter"].first);
