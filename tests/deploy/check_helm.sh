@@ -43,7 +43,7 @@ check() {
 
 # Kubernetes 1.29: the oldest the chart supports (preStop through /bin/sleep).
 check "defaults" 1.29.0
-check "every switch on (DRA, KEDA, monitoring, NetworkPolicies, hostPath)" 1.34.0 \
+check "every switch on (DRA, KEDA, monitoring, NetworkPolicies, hostPath, API key)" 1.34.0 \
   -f "$all_values" --api-versions resource.k8s.io/v1 \
   --api-versions monitoring.coreos.com/v1 --api-versions keda.sh/v1alpha1
 check "target only, trainer on a pre-bound volume, no HTTP API" 1.31.0 \

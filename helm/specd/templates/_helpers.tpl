@@ -118,6 +118,21 @@ names the pod's one claim; otherwise devicePluginGPU adds one `gpu.resourceName`
 {{- toYaml $resources -}}
 {{- end -}}
 
+{{/*
+The API key of the public APIs (orchestrator, trainer) from apiKey.secretName, as specd serve reads
+it: SPECD_API_KEY, never a flag (`ps` would show it). Renders nothing without a Secret.
+*/}}
+{{- define "specd.apiKeyEnv" -}}
+{{- with .Values.apiKey.secretName -}}
+env:
+  - name: SPECD_API_KEY
+    valueFrom:
+      secretKeyRef:
+        name: {{ . | quote }}
+        key: {{ $.Values.apiKey.secretKey | quote }}
+{{- end -}}
+{{- end -}}
+
 {{/* Volume mounts shared by every container: the models and a writable /tmp. */}}
 {{- define "specd.baseMounts" -}}
 - name: models
