@@ -27,13 +27,16 @@ void AddClientOptions(CLI::App& app, ClientOptions& options) {
   app.add_option("--tls-cert", options.tls.cert,
                  "with --tls-ca: this client's PEM certificate, for servers that ask (mutual TLS)");
   app.add_option("--tls-key", options.tls.key, "the PEM private key of --tls-cert");
+  app.add_option("--tls-server-name", options.tls.server_name,
+                 "with --tls-ca: the name the server's certificate must carry (default: the "
+                 "host of --addr)");
 }
 
 std::shared_ptr<grpc::Channel> Connect(const ClientOptions& options) {
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       rpc::ChannelCredentialsOf(options.tls);
   ExitOnError(credentials.status());
-  return rpc::Connect(options.address, *credentials);
+  return rpc::Connect(options.address, *credentials, options.tls.server_name);
 }
 
 void ConfigureCall(grpc::ClientContext& context, const ClientOptions& options, bool streaming) {

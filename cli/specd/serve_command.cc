@@ -310,18 +310,27 @@ absl::Status AddDrafter(const ServeFlags& flags, const std::string& target_dir,
   return absl::OkStatus();
 }
 
+// How the orchestrator reaches its pairs: plain text or TLS, and the name their certificates
+// must carry (empty: the host connected to).
+struct PairChannels {
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  std::string server_name;
+};
+
 // The clients of a pair named `host`: its verifier at `verifier_addr`, its drafter at
 // `drafter_addr` (none: target-only).
-orchestrator::BackendPair ConnectPair(
-    const std::string& host, const std::string& verifier_addr, const std::string& drafter_addr,
-    absl::Duration timeout, const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
+orchestrator::BackendPair ConnectPair(const std::string& host, const std::string& verifier_addr,
+                                      const std::string& drafter_addr, absl::Duration timeout,
+                                      const PairChannels& channels) {
   return orchestrator::BackendPair{
       .host = host,
       .verifier = std::make_shared<verifier::GrpcVerifierClient>(
-          rpc::Connect(verifier_addr, credentials), timeout),
-      .drafter = drafter_addr.empty() ? nullptr
-                                      : std::make_shared<drafter::GrpcDrafterClient>(
-                                            rpc::Connect(drafter_addr, credentials), timeout)};
+          rpc::Connect(verifier_addr, channels.credentials, channels.server_name), timeout),
+      .drafter = drafter_addr.empty()
+                     ? nullptr
+                     : std::make_shared<drafter::GrpcDrafterClient>(
+                           rpc::Connect(drafter_addr, channels.credentials, channels.server_name),
+                           timeout)};
 }
 
 // The orchestrator's pairs from its flags: --pairs hosts (discovered), or the one verifier (and
@@ -332,15 +341,15 @@ absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> RemotePairs(const Ser
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       rpc::ChannelCredentialsOf(flags.tls);
   if (!credentials.ok()) return credentials.status();
+  const PairChannels channels{.credentials = *credentials, .server_name = flags.tls.server_name};
   orchestrator::BackendPool::Discover discover;
   orchestrator::BackendPool::Connect connect;
   if (flags.pairs.empty()) {
     discover = [host = flags.verifier_addr]() -> absl::StatusOr<std::vector<std::string>> {
       return std::vector<std::string>{host};
     };
-    connect = [drafter_addr = flags.drafter_addr, timeout,
-               credentials = *credentials](const std::string& host) {
-      return ConnectPair(host, host, drafter_addr, timeout, credentials);
+    connect = [drafter_addr = flags.drafter_addr, timeout, channels](const std::string& host) {
+      return ConnectPair(host, host, drafter_addr, timeout, channels);
     };
   } else {
     if (flags.pairs.starts_with("dns:")) {
@@ -350,10 +359,10 @@ absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> RemotePairs(const Ser
       discover = [hosts]() -> absl::StatusOr<std::vector<std::string>> { return hosts; };
     }
     connect = [verifier_port = flags.verifier_port, drafter_port = flags.drafter_port, timeout,
-               credentials = *credentials](const std::string& host) {
+               channels](const std::string& host) {
       return ConnectPair(host, absl::StrCat(host, ":", verifier_port),
                          drafter_port == 0 ? "" : absl::StrCat(host, ":", drafter_port), timeout,
-                         credentials);
+                         channels);
     };
   }
   std::unique_ptr<orchestrator::BackendPool> pool = orchestrator::BackendPool::Discovered(
@@ -605,6 +614,10 @@ void AddServeCommand(CLI::App& app) {
   serve->add_option("--tls-ca", flags->tls.ca,
                     "orchestrator: the PEM roots of the verifiers' and drafters' certificates "
                     "(connect over TLS; default: plain text)");
+  serve->add_option("--tls-server-name", flags->tls.server_name,
+                    "orchestrator, with --tls-ca: the name the verifiers' and drafters' "
+                    "certificates must carry, e.g. the Service whose DNS --pairs reads them from "
+                    "(pod addresses change; default: the host connected to)");
   serve->add_option("--api-key-file", flags->api_key_file,
                     "orchestrator, trainer, all: a file whose first line is the API key");
   serve

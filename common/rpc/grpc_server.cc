@@ -6,6 +6,7 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
+#include <grpcpp/support/channel_arguments.h>
 #include <grpcpp/support/server_interceptor.h>
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
@@ -101,9 +102,12 @@ void SetServing(grpc::Server& server, bool serving) {
   }
 }
 
-std::shared_ptr<grpc::Channel> Connect(
-    const std::string& address, const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
-  return grpc::CreateChannel(address, credentials);
+std::shared_ptr<grpc::Channel> Connect(const std::string& address,
+                                       const std::shared_ptr<grpc::ChannelCredentials>& credentials,
+                                       const std::string& server_name) {
+  grpc::ChannelArguments arguments;
+  if (!server_name.empty()) arguments.SetSslTargetNameOverride(server_name);
+  return grpc::CreateCustomChannel(address, credentials, arguments);
 }
 
 }  // namespace specd::rpc

@@ -35,9 +35,11 @@ absl::StatusOr<GrpcServer> StartGrpcServer(const std::string& address,
 void SetServing(grpc::Server& server, bool serving);
 
 // A channel to the specd process at `address` ("HOST:PORT"): plain text unless `credentials`
-// (ChannelCredentialsOf) say TLS.
+// (ChannelCredentialsOf) say TLS, whose server certificate must then name `server_name` (empty:
+// the host of `address`; TlsFiles::server_name).
 std::shared_ptr<grpc::Channel> Connect(const std::string& address,
                                        const std::shared_ptr<grpc::ChannelCredentials>&
-                                           credentials = grpc::InsecureChannelCredentials());
+                                           credentials = grpc::InsecureChannelCredentials(),
+                                       const std::string& server_name = "");
 
 }  // namespace specd::rpc

@@ -27,6 +27,9 @@ absl::Status TlsFiles::Check() const {
   if (!client_ca.empty() && cert.empty()) {
     return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key to serve");
   }
+  if (!server_name.empty() && ca.empty()) {
+    return absl::InvalidArgumentError("--tls-server-name needs --tls-ca");
+  }
   return absl::OkStatus();
 }
 
@@ -50,6 +53,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsOf(con
 
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentialsOf(
     const TlsFiles& tls) {
+  if (absl::Status checked = tls.Check(); !checked.ok()) return checked;
   if (tls.ca.empty()) return grpc::InsecureChannelCredentials();
   grpc::SslCredentialsOptions options;
   absl::StatusOr<std::string> roots = ReadPem(tls.ca);

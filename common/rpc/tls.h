@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -18,9 +19,13 @@ struct TlsFiles {
   std::filesystem::path key;        // its private key
   std::filesystem::path client_ca;  // serving: only clients whose certificate these sign
   std::filesystem::path ca;         // connecting: the roots of the servers' certificates
+  // Connecting: the name the server's certificate must carry; empty: the host connected to. A
+  // server reached by address (a pod IP found through DNS) is checked against a stable name.
+  std::string server_name;
 
   bool serves() const { return !cert.empty(); }
-  // A cert without its key (or the reverse), or client_ca without a cert to serve with.
+  // A cert without its key (or the reverse), client_ca without a cert to serve with, or
+  // server_name without the ca to check it by.
   absl::Status Check() const;
 };
 

@@ -391,6 +391,37 @@ TEST(SpecdServeTest, OverTlsClientsNeedTheAuthorityAndMutualTlsAdmitsOnlyCertifi
   EXPECT_NE(RunProcess({"curl", "-sS", models}).exit_code, 0);  // an unknown authority
 }
 
+// As on Kubernetes: a pair's certificate names its Service, while the orchestrator reaches the
+// pair by the pod address the Service's DNS gave it.
+TEST(SpecdServeTest, TlsServerNameChecksAServerReachedByAddressAgainstAName) {
+  const ::specd::testing::TempDir dir;
+  const ::specd::testing::TestCertificates tls =
+      ::specd::testing::MakeTestCertificates(dir.path(), "DNS:specd-pairs.specd.svc");
+  std::unique_ptr<ServerProcess> verifier =
+      Serve({"--role", "verifier", "--model", Target(), "--tls-cert", tls.cert.string(),
+             "--tls-key", tls.key.string()});
+  ASSERT_NE(verifier, nullptr);
+  const ProcessResult by_address =
+      Specctl(verifier->address(), {"--tls-ca", tls.ca.string(), "health"});
+  EXPECT_THAT(by_address.err, HasSubstr("UNAVAILABLE"));
+  const std::vector<std::string> named = {"--tls-ca", tls.ca.string(), "--tls-server-name",
+                                          "specd-pairs.specd.svc"};
+  std::vector<std::string> health = named;
+  health.push_back("health");
+  EXPECT_EQ(Specctl(verifier->address(), health).exit_code, 0);
+  EXPECT_THAT(Specctl(verifier->address(), {"--tls-server-name", "x", "health"}).err,
+              HasSubstr("--tls-server-name needs --tls-ca"));
+
+  std::vector<std::string> orchestrator_args = {"--role", "orchestrator", "--verifier-addr",
+                                                verifier->address()};
+  orchestrator_args.insert(orchestrator_args.end(), named.begin(), named.end());
+  std::unique_ptr<ServerProcess> orchestrator = Serve(orchestrator_args);
+  ASSERT_NE(orchestrator, nullptr);
+  const ProcessResult generated =
+      Specctl(orchestrator->address(), {"generate", "--ids", "1,2,3", "--max-new-tokens", "4"});
+  EXPECT_EQ(generated.exit_code, 0) << generated.err;
+}
+
 TEST(SpecdServeTest, AKilledVerifierLeavesNothingInSharedMemory) {
   Distributed distributed;
   ASSERT_TRUE(distributed.ok());

@@ -19,7 +19,8 @@ void Openssl(std::vector<std::string> args) {
 
 }  // namespace
 
-TestCertificates MakeTestCertificates(const std::filesystem::path& dir) {
+TestCertificates MakeTestCertificates(const std::filesystem::path& dir,
+                                      const std::string& subject_alt_names) {
   const TestCertificates files = {
       .ca = dir / "ca.pem", .cert = dir / "loopback.pem", .key = dir / "loopback.key"};
   const std::string ca_key = (dir / "ca.key").string();
@@ -32,8 +33,8 @@ TestCertificates MakeTestCertificates(const std::filesystem::path& dir) {
            "keyUsage=critical,keyCertSign,cRLSign"});
   Openssl({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
            files.key.string(), "-out", request, "-subj", "/CN=localhost"});
-  std::ofstream(extensions) << "subjectAltName=DNS:localhost,IP:127.0.0.1\n"
-                               "extendedKeyUsage=serverAuth,clientAuth\n";
+  std::ofstream(extensions) << "subjectAltName=" << subject_alt_names
+                            << "\nextendedKeyUsage=serverAuth,clientAuth\n";
   Openssl({"x509", "-req", "-in", request, "-CA", files.ca.string(), "-CAkey", ca_key,
            "-CAcreateserial", "-out", files.cert.string(), "-days", "2", "-extfile", extensions});
   return files;
