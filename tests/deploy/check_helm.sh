@@ -4,7 +4,7 @@
 #      values.schema.json (always runs);
 #   2. renders the chart with the default values and with values that turn every switch
 #      (tests/deploy/helm-values-all.yaml and --set variants) and validates every object with
-#      tests/deploy/validate_k8s.mjs; one render that must fail (a cross-field check).
+#      tests/deploy/validate_k8s.mjs; renders that must fail (cross-field checks).
 # tests/deploy/render_chart.sh renders (helm, plus `helm lint`, where installed; else
 # tests/deploy/helm_render); where it cannot, step 2 is skipped and the exit status is 77
 # (CTest's skip code).
@@ -43,13 +43,14 @@ check() {
 
 # Kubernetes 1.29: the oldest the chart supports (preStop through /bin/sleep).
 check "defaults" 1.29.0
-check "every switch on (DRA, KEDA, monitoring, NetworkPolicies, hostPath, API key)" 1.34.0 \
+check "every switch on (DRA, KEDA, monitoring, NetworkPolicies, hostPath, API key, mTLS)" 1.34.0 \
   -f "$all_values" --api-versions resource.k8s.io/v1 \
   --api-versions monitoring.coreos.com/v1 --api-versions keda.sh/v1alpha1
 check "target only, trainer on a pre-bound volume, no HTTP API" 1.31.0 \
   --set models.drafter= --set trainer.persistence.storageClass=- \
   --set orchestrator.http.enabled=false
-check "drafter on the node's GPU" 1.31.0 --set pairs.gpu.devicePlugin.drafter=nodeGPU
+check "drafter on the node's GPU, TLS with the Secret's own ca.crt" 1.31.0 \
+  --set pairs.gpu.devicePlugin.drafter=nodeGPU --set tls.secretName=specd-tls
 check "drafter on a GPU of its own, no trainer, no disruption budgets" 1.31.0 \
   --set pairs.gpu.devicePlugin.drafter=dedicated --set trainer.enabled=false \
   --set orchestrator.podDisruptionBudget.enabled=false --set pairs.podDisruptionBudget.enabled=false
@@ -60,4 +61,10 @@ if render 1.31.0 --set serving.regimes.mediumFrom=4096 >"$tmp/out.yaml" 2>"$tmp/
   exit 1
 fi
 grep -q "mediumFrom must be below" "$tmp/err.txt"
+echo "render: mutual TLS without a certificate (must fail)"
+if render 1.31.0 --set tls.mutual=true >"$tmp/out.yaml" 2>"$tmp/err.txt"; then
+  echo "check_helm: tls.mutual without tls.secretName rendered without an error" >&2
+  exit 1
+fi
+grep -q "need tls.secretName" "$tmp/err.txt"
 echo "check_helm: $chart OK"

@@ -83,20 +83,99 @@ preStop:
 {{- end -}}
 
 {{/*
-Native gRPC probes on one container port. Call with (dict "root" $ "port" PORT).
+The in-cluster DNS name of one of the release's Services, as the TLS certificate must carry it.
+Call with (dict "root" $ "service" SUFFIX), e.g. "pairs".
+*/}}
+{{- define "specd.serviceHost" -}}
+{{- printf "%s-%s.%s.svc" (include "specd.fullname" .root) .service .root.Release.Namespace -}}
+{{- end -}}
+
+{{/* Where the TLS files are mounted (tls.secretName; tls.caSecretName). */}}
+{{- define "specd.tlsDir" -}}/etc/specd/tls{{- end -}}
+
+{{/* The PEM roots of the release's certificates: tls.caSecretName's ca.crt, else the TLS Secret's. */}}
+{{- define "specd.tlsCAFile" -}}
+{{- if .Values.tls.caSecretName -}}/etc/specd/tls-ca/ca.crt{{- else -}}{{ include "specd.tlsDir" . }}/ca.crt{{- end -}}
+{{- end -}}
+
+{{/* The flags serving gRPC (and the HTTP API) over TLS with the Secret's certificate. */}}
+{{- define "specd.tlsServeArgs" -}}
+- --tls-cert={{ include "specd.tlsDir" . }}/tls.crt
+- --tls-key={{ include "specd.tlsDir" . }}/tls.key
+{{- end -}}
+
+{{/* Read-only mounts of the TLS Secrets (a container's volumeMounts entries), with tls.secretName. */}}
+{{- define "specd.tlsMounts" -}}
+{{- if .Values.tls.secretName -}}
+- name: tls
+  mountPath: {{ include "specd.tlsDir" . }}
+  readOnly: true
+{{- if .Values.tls.caSecretName }}
+- name: tls-ca
+  mountPath: /etc/specd/tls-ca
+  readOnly: true
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The TLS Secrets as a pod's volumes entries, with tls.secretName. Mode 0440 (288; decimal, which
+YAML 1.1 and 1.2 read alike) with the pod's fsGroup: the private key is for the container's user.
+*/}}
+{{- define "specd.tlsVolumes" -}}
+{{- if .Values.tls.secretName -}}
+- name: tls
+  secret:
+    secretName: {{ .Values.tls.secretName | quote }}
+    defaultMode: 288
+{{- if .Values.tls.caSecretName }}
+- name: tls-ca
+  secret:
+    secretName: {{ .Values.tls.caSecretName | quote }}
+    defaultMode: 288
+    items:
+      - key: ca.crt
+        path: ca.crt
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+How the kubelet checks one container: grpc.health.v1 (service "") on its gRPC port. The kubelet's
+own grpc probe speaks plain text only, so under TLS the image's specctl asks instead, checking
+the certificate against the Service name `serverName` and presenting the pod's own certificate
+(which mutual TLS requires). Call with (dict "root" $ "port" PORT "serverName" NAME).
+*/}}
+{{- define "specd.probeCheck" -}}
+{{- if .root.Values.tls.secretName -}}
+exec:
+  command:
+    - /usr/local/bin/specctl
+    - --addr=127.0.0.1:{{ .port }}
+    - --tls-ca={{ include "specd.tlsCAFile" .root }}
+    - --tls-server-name={{ .serverName }}
+    - --tls-cert={{ include "specd.tlsDir" .root }}/tls.crt
+    - --tls-key={{ include "specd.tlsDir" .root }}/tls.key
+    - health
+{{- else -}}
+grpc:
+  port: {{ .port }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The startup, readiness and liveness probes of one container (see specd.probeCheck). Call with
+(dict "root" $ "port" PORT "serverName" NAME).
 */}}
 {{- define "specd.probes" -}}
 startupProbe:
-  grpc:
-    port: {{ .port }}
+  {{- include "specd.probeCheck" . | nindent 2 }}
   {{- toYaml .root.Values.probes.startup | nindent 2 }}
 readinessProbe:
-  grpc:
-    port: {{ .port }}
+  {{- include "specd.probeCheck" . | nindent 2 }}
   {{- toYaml .root.Values.probes.readiness | nindent 2 }}
 livenessProbe:
-  grpc:
-    port: {{ .port }}
+  {{- include "specd.probeCheck" . | nindent 2 }}
   {{- toYaml .root.Values.probes.liveness | nindent 2 }}
 {{- end -}}
 
