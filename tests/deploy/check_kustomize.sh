@@ -33,8 +33,10 @@ for kubectl in "${kubectls[@]}"; do
       fail "$kubectl kustomize $dir"
       continue
     fi
-    # kustomize v5 flags `bases` and `patchesStrategicMerge`, the only forms v2.0.3 reads.
-    grep -v -e "'bases' is deprecated" -e "'patchesStrategicMerge' is deprecated" "$out.err" >&2 || true
+    # kustomize v5 flags `bases`, `patchesStrategicMerge` and `patchesJson6902`, the only forms
+    # v2.0.3 reads.
+    grep -v -e "'bases' is deprecated" -e "'patchesStrategicMerge' is deprecated" \
+      -e "'patchesJson6902' is deprecated" "$out.err" >&2 || true
     node tests/deploy/validate_k8s.mjs "$out" || fail "objects of $dir ($kubectl)"
   done
 done
