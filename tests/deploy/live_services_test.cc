@@ -1,12 +1,17 @@
 // What deploy/ ships, run against real `specd serve` processes:
 // - the pods' own command lines, as kustomize and the Helm chart render them, with the volumes
-//   pointed at the test fixtures: every container serves on the port its probes check, the
-//   orchestrator finds its pair through DNS, and a request comes back;
+//   pointed at the test fixtures: every container serves on the port its probes check, and its
+//   probes pass; the orchestrator finds its pair through DNS, and a request comes back over gRPC
+//   and over the HTTP API. Rendered with the API key and mutual TLS too: the key comes from the
+//   Secret the pods name, the certificate names the Services and nothing of loopback (as on
+//   Kubernetes, where pods are reached by address), and a client without the key or the CA, or
+//   a pair's client without a certificate, is refused;
 // - every PromQL expression (each Grafana panel, recording rule and alert) evaluated by a real
 //   Prometheus scraping processes laid out as on Kubernetes, with the job name and target labels
 //   deploy/prometheus/prometheus.yml gives them: after requests in all three regimes and trainer
 //   jobs that failed and reported a loss, panels and recording rules return data and alerts
 //   evaluate without an error.
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,12 +27,15 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/paths.h"
 #include "tests/support/prometheus_server.h"
 #include "tests/support/server_process.h"
 #include "tests/support/subprocess.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/test_certificates.h"
 #include "yaml-cpp/yaml.h"
 
 namespace specd {
@@ -40,6 +48,7 @@ using ::specd::testing::PrometheusServer;
 using ::specd::testing::RunProcess;
 using ::specd::testing::ServerProcess;
 using ::specd::testing::SourceDir;
+using ::testing::HasSubstr;
 
 std::unique_ptr<ServerProcess> Serve(std::vector<std::string> args) {
   args.insert(args.begin(), {SPECD_BINARY, "serve", "--host", "127.0.0.1", "--metrics-port", "0"});
@@ -65,8 +74,29 @@ struct Container {
   std::string name;               // e.g. "verifier"
   std::vector<std::string> args;  // after the image's ENTRYPOINT ["specd"]
   std::vector<int> ports;         // containerPorts
-  std::vector<int> probe_ports;   // grpc ports of its startup, readiness and liveness probes
+  // Its startup, readiness and liveness probes: the port of a grpc probe, or the command of an
+  // exec probe (specctl health under TLS; its --addr names the port).
+  std::vector<int> probe_ports;
+  std::vector<std::vector<std::string>> probe_commands;
+  // Environment variables from Secrets: name → (Secret, key).
+  std::map<std::string, std::pair<std::string, std::string>> secret_env;
 };
+
+// What the rendered pods were given: the API key (the Secrets' entries, by Secret and key) and
+// the TLS Secrets' files, which the pods mount under /etc/specd. Empty: neither.
+struct Secrets {
+  std::map<std::pair<std::string, std::string>, std::string> entries;
+  std::filesystem::path tls_dir;  // tls.crt, tls.key, ca.crt; empty: no TLS
+  std::string api_key;            // what the entries hold
+};
+
+// The names the test certificate carries: the chart's and the overlay's Services (release and
+// namespace `specd`), as the certificate of a real install must.
+constexpr char kServiceNames[] =
+    "DNS:specd-pairs.specd.svc,DNS:specd-orchestrator.specd.svc,DNS:specd-trainer.specd.svc";
+constexpr char kOrchestratorName[] = "specd-orchestrator.specd.svc";
+constexpr char kPairsName[] = "specd-pairs.specd.svc";
+constexpr char kTrainerName[] = "specd-trainer.specd.svc";
 
 // The value of `--flag=VALUE` in `args`; empty when absent.
 std::string FlagValue(const std::vector<std::string>& args, const std::string& flag) {
@@ -83,14 +113,33 @@ std::map<std::string, Container> SpecdContainers(const std::string& manifests) {
     const std::string kind = object["kind"] ? object["kind"].as<std::string>() : "";
     if (kind != "Deployment" && kind != "StatefulSet") continue;
     for (const YAML::Node& spec : object["spec"]["template"]["spec"]["containers"]) {
-      Container container{
-          .name = spec["name"].as<std::string>(), .args = {}, .ports = {}, .probe_ports = {}};
+      Container container;
+      container.name = spec["name"].as<std::string>();
       for (const YAML::Node& arg : spec["args"]) container.args.push_back(arg.as<std::string>());
       for (const YAML::Node& port : spec["ports"]) {
         container.ports.push_back(port["containerPort"].as<int>());
       }
       for (const char* probe : {"startupProbe", "readinessProbe", "livenessProbe"}) {
-        if (spec[probe]) container.probe_ports.push_back(spec[probe]["grpc"]["port"].as<int>());
+        if (!spec[probe]) continue;
+        if (spec[probe]["grpc"]) {
+          container.probe_ports.push_back(spec[probe]["grpc"]["port"].as<int>());
+        } else {
+          std::vector<std::string> command;
+          for (const YAML::Node& word : spec[probe]["exec"]["command"]) {
+            command.push_back(word.as<std::string>());
+          }
+          // The port of `--addr=127.0.0.1:PORT`.
+          const std::string address = FlagValue(command, "--addr");
+          container.probe_ports.push_back(std::stoi(address.substr(address.rfind(':') + 1)));
+          container.probe_commands.push_back(std::move(command));
+        }
+      }
+      for (const YAML::Node& variable : spec["env"]) {
+        const YAML::Node from = variable["valueFrom"]["secretKeyRef"];
+        if (from) {
+          container.secret_env[variable["name"].as<std::string>()] = {
+              from["name"].as<std::string>(), from["key"].as<std::string>()};
+        }
       }
       containers[container.name] = std::move(container);
     }
@@ -99,16 +148,25 @@ std::map<std::string, Container> SpecdContainers(const std::string& manifests) {
 }
 
 // Runs the rendered containers as processes: /models and the trainer's volume point at temporary
-// directories (the fixtures in place of the checkpoints), each process gets free ports in place
-// of its Pod ports, and the orchestrator resolves localhost in place of the pairs' Service.
+// directories (the fixtures in place of the checkpoints), /etc/specd at the Secrets' files, each
+// process gets free ports in place of its Pod ports and its Secret-fed environment, and the
+// orchestrator resolves localhost in place of the pairs' Service.
 class RenderedPods {
  public:
-  explicit RenderedPods(std::map<std::string, Container> containers)
+  RenderedPods(std::map<std::string, Container> containers, Secrets secrets)
       : containers_(std::move(containers)),
+        secrets_(std::move(secrets)),
         root_(std::filesystem::temp_directory_path() /
               absl::StrCat("specd_rendered_pods_", getpid(), "_", instances_++)) {
     std::filesystem::remove_all(root_);
     std::filesystem::create_directories(root_ / "models");
+    if (!secrets_.tls_dir.empty()) {
+      // The TLS Secret's mount, and the CA Secret's (the chart's tls.caSecretName).
+      std::filesystem::create_directories(root_ / "etc/specd");
+      for (const char* mount : {"tls", "tls-ca"}) {
+        std::filesystem::create_directory_symlink(secrets_.tls_dir, root_ / "etc/specd" / mount);
+      }
+    }
     for (const auto& [name, container] : containers_) {
       ports_[name] = {FreePort(), FreePort()};
       for (const char* flag : {"--model", "--target", "--drafter"}) {
@@ -136,18 +194,53 @@ class RenderedPods {
         arg = absl::StrCat(flag, "=", ports_["drafter"].first);
       }
       if (flag == "--pairs") arg = "--pairs=dns:localhost";
-      arg = std::regex_replace(arg, std::regex("=/models(/|$)"),
-                               "=" + (root_ / "models").string() + "$1");
-      arg = std::regex_replace(arg, std::regex("=/var/lib/specd/"), "=" + root_.string() + "/");
-      argv.push_back(arg);
+      argv.push_back(InPlace(arg));
+    }
+    // The child inherits the environment: the Secret's entry for the time of the spawn.
+    std::vector<std::string> variables;
+    for (const auto& [variable, from] : containers_.at(name).secret_env) {
+      const auto entry = secrets_.entries.find(from);
+      EXPECT_NE(entry, secrets_.entries.end()) << name << ": no Secret " << from.first;
+      if (entry == secrets_.entries.end()) continue;
+      setenv(variable.c_str(), entry->second.c_str(), /*overwrite=*/1);
+      variables.push_back(variable);
     }
     std::string error;
     servers_.push_back(ServerProcess::Start(argv, error));
+    for (const std::string& variable : variables) unsetenv(variable.c_str());
     EXPECT_NE(servers_.back(), nullptr) << name << ": " << error;
     return servers_.back().get();
   }
 
+  // Runs container `name`'s probes as the kubelet would: its exec commands (specctl in place of
+  // the image's), or a plain grpc health check; each one's result.
+  std::vector<ProcessResult> Probe(const std::string& name) {
+    const Container& container = containers_.at(name);
+    const std::string address = absl::StrCat("127.0.0.1:", ports_[name].first);
+    std::vector<ProcessResult> results;
+    if (container.probe_commands.empty()) {
+      results.push_back(RunProcess({SPECCTL_BINARY, "--addr", address, "health"}));
+    }
+    for (const std::vector<std::string>& command : container.probe_commands) {
+      std::vector<std::string> argv = {SPECCTL_BINARY};
+      for (auto word = std::next(command.begin()); word != command.end(); ++word) {
+        argv.push_back(word->starts_with("--addr=") ? "--addr=" + address : InPlace(*word));
+      }
+      results.push_back(RunProcess(argv));
+    }
+    return results;
+  }
+
  private:
+  // `arg` with the pod's paths moved under the test's directory.
+  std::string InPlace(std::string arg) const {
+    arg = std::regex_replace(arg, std::regex("=/models(/|$)"),
+                             "=" + (root_ / "models").string() + "$1");
+    arg = std::regex_replace(arg, std::regex("=/var/lib/specd/"), "=" + root_.string() + "/");
+    return std::regex_replace(arg, std::regex("=/etc/specd/"),
+                              "=" + root_.string() + "/etc/specd/");
+  }
+
   // models/DIR: the target fixture (with the Qwen tokenizer, as a checkpoint ships it) or the
   // drafter fixture.
   void Checkpoint(const std::string& dir, bool target) {
@@ -166,13 +259,16 @@ class RenderedPods {
 
   static inline int instances_ = 0;
   const std::map<std::string, Container> containers_;
+  const Secrets secrets_;
   const std::filesystem::path root_;
   std::map<std::string, std::pair<int, int>> ports_;  // container → gRPC, metrics port
   std::vector<std::unique_ptr<ServerProcess>> servers_;
 };
 
-// The checks both renderings get: the manifests agree with themselves, and their commands serve.
-void ExpectRenderedPodsServe(const std::string& manifests) {
+// The checks every rendering gets: the manifests agree with themselves, their commands serve and
+// pass their probes, and a request comes back over gRPC and HTTP, with the key and the CA where
+// `secrets` has them (and not without).
+void ExpectRenderedPodsServe(const std::string& manifests, const Secrets& secrets = {}) {
   const std::map<std::string, Container> containers = SpecdContainers(manifests);
   for (const char* name : {"orchestrator", "verifier", "drafter", "trainer"}) {
     ASSERT_TRUE(containers.contains(name)) << name;
@@ -187,29 +283,108 @@ void ExpectRenderedPodsServe(const std::string& manifests) {
     EXPECT_NE(std::find(container.ports.begin(), container.ports.end(), metrics_port),
               container.ports.end())
         << name;
+    // Under TLS the kubelet's grpc probe cannot connect: every probe must be specctl's.
+    EXPECT_EQ(container.probe_commands.size(), secrets.tls_dir.empty() ? 0u : 3u) << name;
   }
-  EXPECT_EQ(FlagValue(containers.at("orchestrator").args, "--verifier-port"),
+  const std::vector<std::string>& orchestrator_args = containers.at("orchestrator").args;
+  EXPECT_EQ(FlagValue(orchestrator_args, "--verifier-port"),
             FlagValue(containers.at("verifier").args, "--port"));
-  EXPECT_EQ(FlagValue(containers.at("orchestrator").args, "--drafter-port"),
+  EXPECT_EQ(FlagValue(orchestrator_args, "--drafter-port"),
             FlagValue(containers.at("drafter").args, "--port"));
+  const std::string http_port = FlagValue(orchestrator_args, "--http-port");
+  ASSERT_FALSE(http_port.empty()) << "the HTTP API is on by default";
+  EXPECT_NE(std::find(containers.at("orchestrator").ports.begin(),
+                      containers.at("orchestrator").ports.end(), std::stoi(http_port)),
+            containers.at("orchestrator").ports.end());
 
-  RenderedPods pods(containers);
-  std::vector<ServerProcess*> servers;
+  RenderedPods pods(containers, secrets);
+  std::map<std::string, ServerProcess*> servers;
   for (const char* name : {"verifier", "drafter", "trainer", "orchestrator"}) {
-    servers.push_back(pods.Start(name));
-    ASSERT_NE(servers.back(), nullptr);
+    servers[name] = pods.Start(name);
+    ASSERT_NE(servers[name], nullptr);
   }
-  for (ServerProcess* server : servers) {
-    const ProcessResult health = Specctl(*server, {"health"});
-    EXPECT_EQ(health.out, "SERVING\n") << health.err;
+  for (const auto& [name, server] : servers) {
+    for (const ProcessResult& probe : pods.Probe(name)) {
+      EXPECT_EQ(probe.out, "SERVING\n") << name << ": " << probe.err;
+    }
   }
-  const ProcessResult generated =
-      Specctl(*servers.back(), {"generate", "--ids", IdList(12), "--max-new-tokens", "8",
-                                "--temperature", "0", "--ignore-eos", "--json"});
+
+  // A client: the CA and the Service's name under TLS, the key where the pods have one.
+  const bool tls = !secrets.tls_dir.empty();
+  const std::string ca = (secrets.tls_dir / "ca.crt").string();
+  auto client_of = [&](const std::string& service) {
+    return tls ? std::vector<std::string>{"--tls-ca", ca, "--tls-server-name", service}
+               : std::vector<std::string>{};
+  };
+  const std::vector<std::string> client = client_of(kOrchestratorName);
+  std::vector<std::string> keyed = client;
+  if (!secrets.api_key.empty()) keyed.insert(keyed.end(), {"--api-key", secrets.api_key});
+  auto generate = [&](std::vector<std::string> args) {
+    args.insert(args.end(), {"generate", "--ids", IdList(12), "--max-new-tokens", "8",
+                             "--temperature", "0", "--ignore-eos", "--json"});
+    return Specctl(*servers["orchestrator"], args);
+  };
+  const ProcessResult generated = generate(keyed);
   ASSERT_EQ(generated.exit_code, 0) << generated.err;
   const nlohmann::json response = nlohmann::json::parse(generated.out);
   EXPECT_EQ(response["ids"].size(), 8u);
+
+  // The same through the HTTP API, as curl reaches it through a port-forward.
+  const std::string host = tls ? kOrchestratorName : "127.0.0.1";
+  const int http = servers["orchestrator"]->http_port();
+  std::vector<std::string> curl = {"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}"};
+  if (tls) {
+    curl.insert(curl.end(),
+                {"--cacert", ca, "--resolve", absl::StrCat(host, ":", http, ":127.0.0.1")});
+  }
+  curl.insert(curl.end(),
+              {absl::StrCat(tls ? "https://" : "http://", host, ":", http, "/v1/completions"), "-H",
+               "Content-Type: application/json", "-d",
+               nlohmann::json{{"model", FlagValue(orchestrator_args, "--model-name")},
+                              {"prompt", {1, 2, 3}},
+                              {"max_tokens", 4}}
+                   .dump()});
+  std::vector<std::string> keyed_curl = curl;
+  if (!secrets.api_key.empty()) {
+    keyed_curl.insert(keyed_curl.end(), {"-H", "Authorization: Bearer " + secrets.api_key});
+  }
+  const ProcessResult completed = RunProcess(keyed_curl);
+  EXPECT_EQ(completed.out, "200") << completed.err;
+  std::vector<std::string> jobs = client_of(kTrainerName);
+  jobs.insert(jobs.end(), {"--api-key", secrets.api_key, "jobs", "list"});
+  const ProcessResult listed = Specctl(*servers["trainer"], jobs);
+  EXPECT_EQ(listed.exit_code, 0) << listed.err;
+
+  if (!secrets.api_key.empty()) {
+    EXPECT_THAT(generate(client).err, HasSubstr("UNAUTHENTICATED"));
+    EXPECT_EQ(RunProcess(curl).out, "401");
+  }
+  if (tls) {
+    // Without the CA nothing connects; a pair takes only clients with a certificate the CA signs.
+    EXPECT_THAT(generate({"--api-key", secrets.api_key}).err, HasSubstr("UNAVAILABLE"));
+    std::vector<std::string> uncertified = client_of(kPairsName);
+    uncertified.push_back("health");
+    EXPECT_THAT(Specctl(*servers["verifier"], uncertified).err, HasSubstr("UNAVAILABLE"));
+  }
 }
+
+// The test's Secrets: the API key as entry `key` of Secret `secret`, and TLS files whose
+// certificate names the Services.
+struct SecretsOnDisk {
+  ::specd::testing::TempDir dir;
+  Secrets secrets;
+  SecretsOnDisk(const std::string& secret, const std::string& key) {
+    const ::specd::testing::TestCertificates files =
+        ::specd::testing::MakeTestCertificates(dir.path(), kServiceNames);
+    // A kubernetes.io/tls Secret's keys, plus cert-manager's ca.crt.
+    std::filesystem::create_symlink(files.cert, dir.path() / "tls.crt");
+    std::filesystem::create_symlink(files.key, dir.path() / "tls.key");
+    std::filesystem::create_symlink(files.ca, dir.path() / "ca.crt");
+    secrets.tls_dir = dir.path();
+    secrets.api_key = "sesame-deploy";
+    secrets.entries[{secret, key}] = secrets.api_key;
+  }
+};
 
 TEST(DeployManifestsTest, TheKustomizePodsCommandsServeARequest) {
   const ProcessResult rendered =
@@ -219,6 +394,15 @@ TEST(DeployManifestsTest, TheKustomizePodsCommandsServeARequest) {
   ExpectRenderedPodsServe(rendered.out);
 }
 
+TEST(DeployManifestsTest, TheSecuredOverlaysPodsServeWithTheKeyAndMutualTls) {
+  const ProcessResult rendered =
+      RunProcess({"/usr/bin/env", "kubectl", "kustomize",
+                  (SourceDir() / "deploy/k8s/overlays/secured").string()});
+  ASSERT_EQ(rendered.exit_code, 0) << rendered.err;
+  const SecretsOnDisk secrets("specd-api-key", "api-key");
+  ExpectRenderedPodsServe(rendered.out, secrets.secrets);
+}
+
 TEST(DeployManifestsTest, TheHelmChartsPodsCommandsServeARequest) {
   const ProcessResult rendered =
       RunProcess({"/bin/sh", (SourceDir() / "tests/deploy/render_chart.sh").string(),
@@ -226,6 +410,18 @@ TEST(DeployManifestsTest, TheHelmChartsPodsCommandsServeARequest) {
   if (rendered.exit_code == 77) GTEST_SKIP() << rendered.err;
   ASSERT_EQ(rendered.exit_code, 0) << rendered.err;
   ExpectRenderedPodsServe(rendered.out);
+}
+
+TEST(DeployManifestsTest, TheHelmChartsPodsServeWithTheKeyAndMutualTls) {
+  const ProcessResult rendered =
+      RunProcess({"/bin/sh", (SourceDir() / "tests/deploy/render_chart.sh").string(),
+                  SourceDir().string(), "1.31.0", "--set", "apiKey.secretName=specd-api-key",
+                  "--set", "apiKey.secretKey=key", "--set", "tls.secretName=specd-tls", "--set",
+                  "tls.caSecretName=specd-ca", "--set", "tls.mutual=true"});
+  if (rendered.exit_code == 77) GTEST_SKIP() << rendered.err;
+  ASSERT_EQ(rendered.exit_code, 0) << rendered.err;
+  const SecretsOnDisk secrets("specd-api-key", "key");
+  ExpectRenderedPodsServe(rendered.out, secrets.secrets);
 }
 
 struct Expression {
