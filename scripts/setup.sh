@@ -62,4 +62,14 @@ if ! cmp -s "$requirements" "$python_env/requirements.txt"; then
   "$python_env/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
   cp "$requirements" "$python_env/requirements.txt"
 fi
+# specd's Python client (clients/python), built from this checkout with the venv's pinned
+# grpcio-tools and setuptools (nothing downloaded); reinstalled when its files or the protos change.
+client_files="$(cd "$root" && find clients/python protos/specd/v1 -type f -not -path '*/build/*' \
+  -not -path '*.egg-info/*' -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum)"
+if [[ "$client_files" != "$(cat "$python_env/specd-client.sha256" 2>/dev/null)" ]]; then
+  echo "setup: installing the Python client (clients/python) into .cache/python"
+  "$python_env/bin/pip" install --quiet --disable-pip-version-check --no-build-isolation \
+    --no-index "$root/clients/python"
+  echo "$client_files" >"$python_env/specd-client.sha256"
+fi
 echo "setup: ready (tokenizer in ${tokenizer_dst#$root/})"
