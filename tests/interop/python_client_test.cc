@@ -1,0 +1,136 @@
+// specd's gRPC API as its own Python client sees it: specd_client (clients/python, its stubs
+// generated from protos/ when scripts/setup.sh installs it into .cache/python) against `specd
+// serve --role all` behind an API key, and a trainer behind an API key and mutual TLS, on loopback.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "tests/support/paths.h"
+#include "tests/support/server_process.h"
+#include "tests/support/subprocess.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/test_certificates.h"
+
+namespace specd {
+namespace {
+
+using ::specd::testing::CacheDir;
+using ::specd::testing::FixtureDir;
+using ::specd::testing::ProcessResult;
+using ::specd::testing::RunProcess;
+using ::specd::testing::ServerProcess;
+using ::specd::testing::SourceDir;
+
+std::filesystem::path TokenizerFile() {
+  return CacheDir() / "tokenizer" / "qwen3" / "tokenizer.json";
+}
+
+class PythonClientInteropTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(std::filesystem::exists(Python()))
+        << Python() << " is missing: scripts/setup.sh installs the Python peers";
+    std::ofstream(dir_.path() / "api-key") << "sesame\n";
+  }
+
+  static std::filesystem::path Python() { return CacheDir() / "python" / "bin" / "python"; }
+
+  // Runs tests/interop/python_client.py with `args`.
+  static ProcessResult RunClient(std::vector<std::string> args) {
+    args.insert(args.begin(), {Python().string(),
+                               (SourceDir() / "tests" / "interop" / "python_client.py").string()});
+    return RunProcess(args);
+  }
+
+  std::unique_ptr<ServerProcess> Serve(std::vector<std::string> args) {
+    std::vector<std::string> argv = {
+        SPECD_BINARY, "serve", "--host",         "127.0.0.1",
+        "--port",     "0",     "--api-key-file", (dir_.path() / "api-key").string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::string error;
+    std::unique_ptr<ServerProcess> server = ServerProcess::Start(argv, error);
+    EXPECT_NE(server, nullptr) << error;
+    return server;
+  }
+
+  ::specd::testing::TempDir dir_;
+};
+
+TEST_F(PythonClientInteropTest, GeneratesStreamsAbortsAndRaisesTheServersStatus) {
+  // The qwen35-tiny-a shape with the Qwen3 tokenizer's vocabulary, so text and chat run.
+  std::ifstream fixture(FixtureDir("qwen35-tiny-a") / "config.json");
+  nlohmann::json config = nlohmann::json::parse(fixture);
+  config["vocab_size"] = 151936;
+  std::ofstream(dir_.path() / "config.json") << config.dump();
+  const ProcessResult written = RunProcess({SPECD_BINARY, "bench", "init-model", "--config",
+                                            (dir_.path() / "config.json").string(), "--out",
+                                            (dir_.path() / "model").string()});
+  ASSERT_EQ(written.exit_code, 0) << written.err;
+  const std::unique_ptr<ServerProcess> server =
+      Serve({"--role", "all", "--model", (dir_.path() / "model").string(), "--drafter",
+             FixtureDir("dflash-tiny-a").string(), "--tokenizer", TokenizerFile().string()});
+  ASSERT_NE(server, nullptr);
+
+  const ProcessResult checked = RunClient({"generation", server->address(), "sesame"});
+  EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err;
+  EXPECT_EQ(checked.out,
+            "model info describes the served model\n"
+            "generate returns ids, text and usage\n"
+            "a greedy stream adds up to generate\n"
+            "only its last message finishes\n"
+            "drafted steps are counted\n"
+            "a conversation and token ids are prompts too\n"
+            "abort stops a request in flight\n"
+            "aborting it again finds nothing\n"
+            "a bad argument raises INVALID_ARGUMENT naming it\n"
+            "a wrong key raises UNAUTHENTICATED\n"
+            "the key defaults to SPECD_API_KEY\n");
+}
+
+TEST_F(PythonClientInteropTest, SubmitsListsFollowsAndCancelsJobsOverMutualTls) {
+  // A pack job: a few texts into sequences, done in seconds.
+  const std::filesystem::path data = dir_.path() / "data";
+  std::filesystem::create_directories(data);
+  std::ofstream texts(data / "texts.jsonl");
+  for (int i = 0; i < 32; ++i) {
+    texts << "{\"text\": \"Document " << i << ": the quick brown fox jumps over the lazy dog.\"}\n";
+  }
+  texts.close();
+  std::ofstream(data / "pack.yaml")
+      << "input: " << (data / "texts.jsonl").string() << "\ntokenizer: " << TokenizerFile().string()
+      << "\nsequence_length: 32\nvalidation_fraction: 0.1\n";
+  const ::specd::testing::TestCertificates tls =
+      ::specd::testing::MakeTestCertificates(dir_.path());
+  const std::unique_ptr<ServerProcess> trainer =
+      Serve({"--role", "trainer", "--work-root", (dir_.path() / "work").string(), "--allowed-root",
+             data.string(), "--allowed-root", TokenizerFile().parent_path().string(), "--tls-cert",
+             tls.cert.string(), "--tls-key", tls.key.string(), "--tls-client-ca", tls.ca.string()});
+  ASSERT_NE(trainer, nullptr);
+
+  const ProcessResult checked =
+      RunClient({"jobs", trainer->address(), "sesame", (data / "pack.yaml").string(),
+                 tls.ca.string(), tls.cert.string(), tls.key.string()});
+  EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err;
+  EXPECT_EQ(checked.out,
+            "without a client certificate the trainer refuses\n"
+            "a wrong key raises UNAUTHENTICATED\n"
+            "a submitted job is created\n"
+            "submitting it again returns the same job\n"
+            "a config the stage rejects raises INVALID_ARGUMENT\n"
+            "a cancelled job stops\n"
+            "jobs are listed newest first, filtered by type\n"
+            "a followed log ends when its job does\n"
+            "its tail is its last lines\n"
+            "the job succeeded\n"
+            "a finished job cannot be cancelled\n"
+            "the cancelled job ends cancelled\n"
+            "an unknown job is NOT_FOUND\n");
+}
+
+}  // namespace
+}  // namespace specd
