@@ -28,11 +28,16 @@ namespace {
   if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
   dup2(output_fd, STDOUT_FILENO);
   dup2(output_fd, STDERR_FILENO);
-  // The parent's signal mask and ignored signals (gRPC ignores SIGPIPE) survive exec.
+  // Signals are blocked since fork (Spawn): until now the parent's handlers were still installed,
+  // and a SIGTERM for this child would have run `specd serve`'s, stopping the trainer. Default
+  // dispositions first (ignored ones, like gRPC's SIGPIPE, would survive exec), then a signal
+  // that came meanwhile acts on the child.
+  for (int signal_number = 1; signal_number < NSIG; ++signal_number) {
+    signal(signal_number, SIG_DFL);  // fails harmlessly for SIGKILL, SIGSTOP and glibc's own
+  }
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  signal(SIGPIPE, SIG_DFL);
   execv(argv[0], argv);
   const ssize_t written = write(STDERR_FILENO, exec_error.data(), exec_error.size());
   (void)written;
@@ -56,14 +61,20 @@ absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>&
     return absl::ResourceExhaustedError(absl::StrCat("pipe: ", std::strerror(errno)));
   }
   const pid_t parent = getpid();
+  // The child starts with every signal blocked, until it has dropped this process's handlers.
+  sigset_t all;
+  sigset_t previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
   const pid_t pid = fork();
+  if (pid == 0) ExecChild(pointers.data(), fds[1], die_with_parent, parent, exec_error);
+  const int fork_error = errno;
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (pid < 0) {
-    const int error = errno;
     close(fds[0]);
     close(fds[1]);
-    return absl::ResourceExhaustedError(absl::StrCat("fork: ", std::strerror(error)));
+    return absl::ResourceExhaustedError(absl::StrCat("fork: ", std::strerror(fork_error)));
   }
-  if (pid == 0) ExecChild(pointers.data(), fds[1], die_with_parent, parent, exec_error);
   close(fds[1]);
   fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
   // Also from the parent, so that a signal sent right away finds the group.
