@@ -26,8 +26,9 @@ using ::specd::testing::RunProcess;
 using ::specd::testing::ServerProcess;
 using ::specd::testing::SourceDir;
 
+// Absolute: a job's config resolves relative paths against its output directory.
 std::filesystem::path TokenizerFile() {
-  return CacheDir() / "tokenizer" / "qwen3" / "tokenizer.json";
+  return std::filesystem::absolute(CacheDir() / "tokenizer" / "qwen3" / "tokenizer.json");
 }
 
 class PythonClientInteropTest : public ::testing::Test {
