@@ -39,6 +39,8 @@ def generation(address, api_key):
           and info.drafter_block_size > 1 and info.default_sampling_params["temperature"] == 1.0,
           info)
 
+    # Greedy throughout: the random model samples ids past the tokenizer's vocabulary, which the
+    # server refuses to detokenize.
     greedy = {"temperature": 0, "max_new_tokens": 12, "ignore_eos": True}
     whole = client.generate("def fibonacci(n):", **greedy)
     check("generate returns ids, text and usage",
@@ -58,15 +60,15 @@ def generation(address, api_key):
           and len(whole.acceptance_lengths) == whole.acceptance.num_drafts, whole.acceptance)
 
     chat = client.generate([{"role": "user", "content": "Name three colours."}],
-                           enable_thinking=False, max_new_tokens=4, ignore_eos=True)
-    ids = client.generate([1, 2, 3], return_prompt_token_ids=True, max_new_tokens=4)
+                           enable_thinking=False, **greedy)
+    ids = client.generate([1, 2, 3], return_prompt_token_ids=True, **greedy)
     check("a conversation and token ids are prompts too",
-          len(chat.token_ids) == 4 and chat.usage.prompt_tokens > 4
+          len(chat.token_ids) == 12 and chat.usage.prompt_tokens > 4
           and ids.prompt_token_ids == [1, 2, 3], (chat, ids))
 
     longest = info.max_context_length - 3
-    stream = client.stream([1, 2, 3], request_id="python-abort", max_new_tokens=longest,
-                           ignore_eos=True)
+    stream = client.stream([1, 2, 3], request_id="python-abort", temperature=0,
+                           max_new_tokens=longest, ignore_eos=True)
     first = next(stream)
     aborted = client.abort("python-abort", reason="enough")
     rest = list(stream)
