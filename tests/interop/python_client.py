@@ -14,12 +14,7 @@ import time
 import grpc
 from specd_client import Client, SpecdError
 
-
-def check(name, condition, detail=""):
-    if not condition:
-        print(f"FAILED {name}: {detail}")
-        sys.exit(1)
-    print(name)
+from checks import check
 
 
 def refused(call):

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "tests/interop/python_peers.h"
 #include "tests/support/paths.h"
 #include "tests/support/server_process.h"
 #include "tests/support/subprocess.h"
@@ -22,9 +23,9 @@ namespace {
 using ::specd::testing::CacheDir;
 using ::specd::testing::FixtureDir;
 using ::specd::testing::ProcessResult;
+using ::specd::testing::RunPeerScript;
 using ::specd::testing::RunProcess;
 using ::specd::testing::ServerProcess;
-using ::specd::testing::SourceDir;
 
 // Absolute: a job's config resolves relative paths against its output directory.
 std::filesystem::path TokenizerFile() {
@@ -33,20 +34,7 @@ std::filesystem::path TokenizerFile() {
 
 class PythonClientInteropTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(std::filesystem::exists(Python()))
-        << Python() << " is missing: scripts/setup.sh installs the Python peers";
-    std::ofstream(dir_.path() / "api-key") << "sesame\n";
-  }
-
-  static std::filesystem::path Python() { return CacheDir() / "python" / "bin" / "python"; }
-
-  // Runs tests/interop/python_client.py with `args`.
-  static ProcessResult RunClient(std::vector<std::string> args) {
-    args.insert(args.begin(), {Python().string(),
-                               (SourceDir() / "tests" / "interop" / "python_client.py").string()});
-    return RunProcess(args);
-  }
+  void SetUp() override { std::ofstream(dir_.path() / "api-key") << "sesame\n"; }
 
   std::unique_ptr<ServerProcess> Serve(std::vector<std::string> args) {
     std::vector<std::string> argv = {
@@ -77,7 +65,8 @@ TEST_F(PythonClientInteropTest, GeneratesStreamsAbortsAndRaisesTheServersStatus)
              FixtureDir("dflash-tiny-a").string(), "--tokenizer", TokenizerFile().string()});
   ASSERT_NE(server, nullptr);
 
-  const ProcessResult checked = RunClient({"generation", server->address(), "sesame"});
+  const ProcessResult checked =
+      RunPeerScript("python_client.py", {"generation", server->address(), "sesame"});
   EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err;
   EXPECT_EQ(checked.out,
             "model info describes the served model\n"
@@ -113,9 +102,9 @@ TEST_F(PythonClientInteropTest, SubmitsListsFollowsAndCancelsJobsOverMutualTls) 
              tls.cert.string(), "--tls-key", tls.key.string(), "--tls-client-ca", tls.ca.string()});
   ASSERT_NE(trainer, nullptr);
 
-  const ProcessResult checked =
-      RunClient({"jobs", trainer->address(), "sesame", (data / "pack.yaml").string(),
-                 tls.ca.string(), tls.cert.string(), tls.key.string()});
+  const ProcessResult checked = RunPeerScript(
+      "python_client.py", {"jobs", trainer->address(), "sesame", (data / "pack.yaml").string(),
+                           tls.ca.string(), tls.cert.string(), tls.key.string()});
   EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err;
   EXPECT_EQ(checked.out,
             "without a client certificate the trainer refuses\n"
