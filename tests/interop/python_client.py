@@ -2,10 +2,10 @@
 .cache/python) sees it (tests/interop/python_client_test.cc runs this).
 
 Usage: python_client.py generation ADDRESS API_KEY
-       python_client.py jobs ADDRESS API_KEY PACK_CONFIG TLS_CA TLS_CERT TLS_KEY
+       python_client.py jobs ADDRESS API_KEY PACK_CONFIG TLS_CA TLS_CERT TLS_KEY SERVER_NAME
 The first drives `specd serve --role all` (with the Qwen3 tokenizer), the second a trainer that
-takes only clients with a certificate TLS_CA signs. Prints one line per check; exits non-zero on
-the first that fails.
+takes only clients with a certificate TLS_CA signs, its own naming SERVER_NAME only. Prints one
+line per check; exits non-zero on the first that fails.
 """
 import os
 import sys
@@ -94,9 +94,14 @@ def wait_until_terminal(client, job_id, seconds=120):
     return job
 
 
-def jobs(address, api_key, pack_config, tls_ca, tls_cert, tls_key):
+def jobs(address, api_key, pack_config, tls_ca, tls_cert, tls_key, tls_server_name):
     certified = {"tls_ca": tls_ca, "tls_cert": tls_cert, "tls_key": tls_key}
-    error = refused(Client(address, api_key=api_key, tls_ca=tls_ca).jobs.list)
+    error = refused(Client(address, api_key=api_key, **certified).jobs.list)
+    check("a trainer reached by address is checked against its name",
+          error is not None and error.code == grpc.StatusCode.UNAVAILABLE, error)
+    certified["tls_server_name"] = tls_server_name
+    error = refused(Client(address, api_key=api_key, tls_ca=tls_ca,
+                           tls_server_name=tls_server_name).jobs.list)
     check("without a client certificate the trainer refuses",
           error is not None and error.code == grpc.StatusCode.UNAVAILABLE, error)
     error = refused(Client(address, api_key="wrong", **certified).jobs.list)

@@ -94,8 +94,9 @@ TEST_F(PythonClientInteropTest, SubmitsListsFollowsAndCancelsJobsOverMutualTls) 
   std::ofstream(data / "pack.yaml")
       << "input: " << (data / "texts.jsonl").string() << "\ntokenizer: " << TokenizerFile().string()
       << "\nsequence_length: 32\nvalidation_fraction: 0.1\n";
+  // Named as a Service, not by address: the client checks it against tls_server_name.
   const ::specd::testing::TestCertificates tls =
-      ::specd::testing::MakeTestCertificates(dir_.path());
+      ::specd::testing::MakeTestCertificates(dir_.path(), "DNS:specd-trainer");
   const std::unique_ptr<ServerProcess> trainer =
       Serve({"--role", "trainer", "--work-root", (dir_.path() / "work").string(), "--allowed-root",
              data.string(), "--allowed-root", TokenizerFile().parent_path().string(), "--tls-cert",
@@ -104,9 +105,10 @@ TEST_F(PythonClientInteropTest, SubmitsListsFollowsAndCancelsJobsOverMutualTls) 
 
   const ProcessResult checked = RunPeerScript(
       "python_client.py", {"jobs", trainer->address(), "sesame", (data / "pack.yaml").string(),
-                           tls.ca.string(), tls.cert.string(), tls.key.string()});
+                           tls.ca.string(), tls.cert.string(), tls.key.string(), "specd-trainer"});
   EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err;
   EXPECT_EQ(checked.out,
+            "a trainer reached by address is checked against its name\n"
             "without a client certificate the trainer refuses\n"
             "a wrong key raises UNAUTHENTICATED\n"
             "a submitted job is created\n"

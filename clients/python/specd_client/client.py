@@ -25,7 +25,8 @@ class Client:
 
     api_key: sent as `authorization: Bearer` metadata; default $SPECD_API_KEY, if set.
     tls_ca: connect over TLS, trusting servers whose certificate these PEM roots sign; with
-    tls_cert and tls_key, present that certificate (mutual TLS).
+    tls_cert and tls_key, present that certificate (mutual TLS); tls_server_name: the name the
+    server's certificate must carry (default: the host of the address).
     timeout: seconds per call; default 30 s, and no deadline for streams.
     A failed call raises SpecdError with the gRPC status code and message."""
 
@@ -37,9 +38,10 @@ class Client:
         tls_ca: PathLike | None = None,
         tls_cert: PathLike | None = None,
         tls_key: PathLike | None = None,
+        tls_server_name: str | None = None,
         timeout: float | None = None,
     ) -> None:
-        self._channel = open_channel(address, tls_ca, tls_cert, tls_key)
+        self._channel = open_channel(address, tls_ca, tls_cert, tls_key, tls_server_name)
         self._options = CallOptions(
             api_key=api_key if api_key is not None else os.environ.get("SPECD_API_KEY"),
             timeout=timeout,

@@ -16,12 +16,16 @@ DEFAULT_TIMEOUT = 30.0
 
 
 def open_channel(
-    address: str, tls_ca: PathLike | None, tls_cert: PathLike | None, tls_key: PathLike | None
+    address: str,
+    tls_ca: PathLike | None,
+    tls_cert: PathLike | None,
+    tls_key: PathLike | None,
+    tls_server_name: str | None,
 ) -> grpc.Channel:
     """TLS when tls_ca is given (with tls_cert and tls_key: mutual); plain text otherwise."""
     if tls_ca is None:
-        if tls_cert is not None or tls_key is not None:
-            raise ValueError("tls_cert and tls_key need tls_ca")
+        if tls_cert is not None or tls_key is not None or tls_server_name is not None:
+            raise ValueError("tls_cert, tls_key and tls_server_name need tls_ca")
         return grpc.insecure_channel(address)
     if (tls_cert is None) != (tls_key is None):
         raise ValueError("give tls_cert and tls_key together")
@@ -30,7 +34,9 @@ def open_channel(
         private_key=Path(tls_key).read_bytes() if tls_key is not None else None,
         certificate_chain=Path(tls_cert).read_bytes() if tls_cert is not None else None,
     )
-    return grpc.secure_channel(address, credentials)
+    # A server reached by address (a pod IP) is checked against the name its certificate carries.
+    options = [("grpc.ssl_target_name_override", tls_server_name)] if tls_server_name else []
+    return grpc.secure_channel(address, credentials, options=options)
 
 
 @dataclass(frozen=True)
