@@ -4,6 +4,7 @@
 // running on the engine's in-process ports (no shared memory; the other two services answer
 // outside callers). Every role serves grpc.health.v1 and reflection, and /metrics on
 // --metrics-port; SIGTERM or SIGINT drains it (--shutdown-timeout) and stops it.
+#include <fcntl.h>
 #include <poll.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
@@ -113,7 +114,10 @@ void OnStopSignal(int) {
 }
 
 absl::Status InstallStopHandler() {
-  if (pipe(stop_pipe) != 0) return absl::InternalError("cannot create the signal pipe");
+  // Close-on-exec: the trainer's job processes must not hold the server's stop pipe.
+  if (pipe2(stop_pipe, O_CLOEXEC) != 0) {
+    return absl::InternalError("cannot create the signal pipe");
+  }
   struct sigaction action = {};
   action.sa_handler = OnStopSignal;
   sigemptyset(&action.sa_mask);

@@ -32,8 +32,11 @@ namespace {
   // and a SIGTERM for this child would have run `specd serve`'s, stopping the trainer. Default
   // dispositions first (ignored ones, like gRPC's SIGPIPE, would survive exec), then a signal
   // that came meanwhile acts on the child.
+  struct sigaction default_action = {};
+  default_action.sa_handler = SIG_DFL;
   for (int signal_number = 1; signal_number < NSIG; ++signal_number) {
-    signal(signal_number, SIG_DFL);  // fails harmlessly for SIGKILL, SIGSTOP and glibc's own
+    // Async-signal-safe after fork; fails harmlessly for SIGKILL, SIGSTOP and glibc's own.
+    sigaction(signal_number, &default_action, nullptr);
   }
   sigset_t none;
   sigemptyset(&none);
