@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything specd builds and tests with on Debian 12 (run as root), then puts the Qwen
-# tokenizer files into .cache/. Idempotent: when everything is present it only checks, in seconds.
+# tokenizer files and the pinned Python environment into .cache/. Idempotent: when everything is
+# present it only checks, in seconds.
+#   scripts/setup.sh [--no-python]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -51,25 +53,39 @@ mkdir -p "$tokenizer_dst"
 for f in tokenizer.json tokenizer_config.json; do
   cmp -s "$tokenizer_src/$f" "$tokenizer_dst/$f" || cp "$tokenizer_src/$f" "$tokenizer_dst/$f"
 done
-# Python peers the interoperation tests drive specd with (tests/interop), pinned by
-# tests/interop/requirements.txt, in .cache/python; reinstalled when the pins change.
-python_env="$root/.cache/python"
-requirements="$root/tests/interop/requirements.txt"
-if ! cmp -s "$requirements" "$python_env/requirements.txt"; then
-  echo "setup: installing the Python peers (tests/interop/requirements.txt) into .cache/python"
-  rm -rf "$python_env"
-  python3 -m venv "$python_env"
-  "$python_env/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
-  cp "$requirements" "$python_env/requirements.txt"
-fi
-# specd's Python client (clients/python), built from this checkout with the venv's pinned
-# grpcio-tools and setuptools (nothing downloaded); reinstalled when its files or the protos change.
-client_files="$(cd "$root" && find clients/python protos/specd/v1 -type f -not -path '*/build/*' \
-  -not -path '*.egg-info/*' -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum)"
-if [[ "$client_files" != "$(cat "$python_env/specd-client.sha256" 2>/dev/null)" ]]; then
-  echo "setup: installing the Python client (clients/python) into .cache/python"
-  "$python_env/bin/pip" install --quiet --disable-pip-version-check --no-build-isolation \
-    --no-index "$root/clients/python"
-  echo "$client_files" >"$python_env/specd-client.sha256"
-fi
+# The Python environment (the interop tests' peers, the client's build tools, a CUDA toolkit),
+# pinned by scripts/python-requirements.txt, in .cache/python; reinstalled when the pins change.
+setup_python_environment() {
+  local python_env="$root/.cache/python" requirements="$root/scripts/python-requirements.txt"
+  if ! cmp -s "$requirements" "$python_env/requirements.txt"; then
+    echo "setup: installing scripts/python-requirements.txt into .cache/python"
+    rm -rf "$python_env"
+    python3 -m venv "$python_env"
+    "$python_env/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+    cp "$requirements" "$python_env/requirements.txt"
+  fi
+  # The CUDA wheels as the toolkit layout nvcc and CMake look for: nvcc links from lib64, and
+  # CMake's FindCUDAToolkit links the unversioned names a -dev package would provide.
+  local cuda_root library
+  cuda_root="$(echo "$python_env"/lib/python3*/site-packages/nvidia/cu13)"
+  ln -sfn lib "$cuda_root/lib64"
+  for library in cudart cublas cublasLt; do
+    ln -sf "lib$library.so.13" "$cuda_root/lib/lib$library.so"
+  done
+  # specd's Python client (clients/python), built from this checkout with the venv's pinned
+  # grpcio-tools and setuptools (nothing downloaded); reinstalled when its files or the protos
+  # change.
+  local client_files
+  client_files="$(cd "$root" && find clients/python protos/specd/v1 -type f -not -path '*/build/*' \
+    -not -path '*.egg-info/*' -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum)"
+  if [[ "$client_files" != "$(cat "$python_env/specd-client.sha256" 2>/dev/null)" ]]; then
+    echo "setup: installing the Python client (clients/python) into .cache/python"
+    "$python_env/bin/pip" install --quiet --disable-pip-version-check --no-build-isolation \
+      --no-index "$root/clients/python"
+    echo "$client_files" >"$python_env/specd-client.sha256"
+  fi
+}
+# --no-python: what building specd needs, without the Python environment (the image build, whose
+# CUDA comes from NVIDIA's packages and which runs no tests).
+[[ "${1:-}" == --no-python ]] || setup_python_environment
 echo "setup: ready (tokenizer in ${tokenizer_dst#$root/})"

@@ -1,5 +1,5 @@
 // specd's health service as a client outside the project sees it: the Python gRPC client's
-// grpc.health.v1 stub (grpcio-health-checking, tests/interop/requirements.txt, installed by
+// grpc.health.v1 stub (grpcio-health-checking, scripts/python-requirements.txt, installed by
 // scripts/setup.sh into .cache/python) against `specd serve --role all` on loopback.
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // specd's OpenAI-compatible HTTP API as the tools users point at it see it: the `openai` Python
-// client, lm-eval (tests/interop/requirements.txt, installed by scripts/setup.sh into
+// client, lm-eval (scripts/python-requirements.txt, installed by scripts/setup.sh into
 // .cache/python) and curl, against `specd serve --role all --http-port` behind an API key file,
 // on loopback.
 #include <gtest/gtest.h>

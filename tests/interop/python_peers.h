@@ -1,6 +1,6 @@
 #pragma once
 // Runs one of tests/interop's Python scripts with the interpreter of the Python peers' virtual
-// environment (.cache/python, which scripts/setup.sh fills from tests/interop/requirements.txt),
+// environment (.cache/python, which scripts/setup.sh fills from scripts/python-requirements.txt),
 // offline: what the peers load is local, so they must never wait on a model hub.
 #include <filesystem>
 #include <string>

@@ -1,5 +1,5 @@
 // specd's checkpoints and transformers', both ways, with the libraries users load them with
-// (torch, transformers, compressed-tensors: tests/interop/requirements.txt, installed by
+// (torch, transformers, compressed-tensors: scripts/python-requirements.txt, installed by
 // scripts/setup.sh into .cache/python): models transformers builds and saves run in specd with
 // transformers' logits, and W4A16 checkpoints `specd quantize` writes load in transformers with
 // specd's logits. The scripts say what they build and their tolerances.
