@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "nlohmann/json.hpp"
+#include "tests/interop/chat_model.h"
 #include "tests/interop/python_peers.h"
 #include "tests/support/paths.h"
 #include "tests/support/server_process.h"
@@ -29,24 +29,17 @@ using ::specd::testing::ServerProcess;
 class OpenAiInteropTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    // The qwen35-tiny-a shape with the Qwen3 tokenizer's vocabulary, so text and chat run.
-    std::ifstream fixture(FixtureDir("qwen35-tiny-a") / "config.json");
-    nlohmann::json config = nlohmann::json::parse(fixture);
-    config["vocab_size"] = 151936;
-    std::ofstream(dir_.path() / "config.json") << config.dump();
-    const ProcessResult written = RunProcess({SPECD_BINARY, "bench", "init-model", "--config",
-                                              (dir_.path() / "config.json").string(), "--out",
-                                              (dir_.path() / "model").string()});
-    ASSERT_EQ(written.exit_code, 0) << written.err;
-    std::ofstream(dir_.path() / "api-key") << "sesame\n";
     std::string error;
-    server_ = ServerProcess::Start(
-        {SPECD_BINARY, "serve", "--role", "all", "--host", "127.0.0.1", "--port", "0",
-         "--http-port", "0", "--model", (dir_.path() / "model").string(), "--drafter",
-         FixtureDir("dflash-tiny-a").string(), "--tokenizer",
-         (CacheDir() / "tokenizer" / "qwen3" / "tokenizer.json").string(), "--api-key-file",
-         (dir_.path() / "api-key").string()},
-        error);
+    const std::filesystem::path model = ::specd::testing::WriteChatModel(dir_.path(), error);
+    ASSERT_EQ(error, "");
+    std::ofstream(dir_.path() / "api-key") << "sesame\n";
+    server_ =
+        ServerProcess::Start({SPECD_BINARY, "serve", "--role", "all", "--host", "127.0.0.1",
+                              "--port", "0", "--http-port", "0", "--model", model.string(),
+                              "--drafter", FixtureDir("dflash-tiny-a").string(), "--tokenizer",
+                              (CacheDir() / "tokenizer" / "qwen3" / "tokenizer.json").string(),
+                              "--api-key-file", (dir_.path() / "api-key").string()},
+                             error);
     ASSERT_NE(server_, nullptr) << error;
     ASSERT_GT(server_->http_port(), 0) << server_->log();
   }

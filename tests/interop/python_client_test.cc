@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "nlohmann/json.hpp"
+#include "tests/interop/chat_model.h"
 #include "tests/interop/python_peers.h"
 #include "tests/support/paths.h"
 #include "tests/support/server_process.h"
@@ -51,17 +51,11 @@ class PythonClientInteropTest : public ::testing::Test {
 };
 
 TEST_F(PythonClientInteropTest, GeneratesStreamsAbortsAndRaisesTheServersStatus) {
-  // The qwen35-tiny-a shape with the Qwen3 tokenizer's vocabulary, so text and chat run.
-  std::ifstream fixture(FixtureDir("qwen35-tiny-a") / "config.json");
-  nlohmann::json config = nlohmann::json::parse(fixture);
-  config["vocab_size"] = 151936;
-  std::ofstream(dir_.path() / "config.json") << config.dump();
-  const ProcessResult written = RunProcess({SPECD_BINARY, "bench", "init-model", "--config",
-                                            (dir_.path() / "config.json").string(), "--out",
-                                            (dir_.path() / "model").string()});
-  ASSERT_EQ(written.exit_code, 0) << written.err;
+  std::string error;
+  const std::filesystem::path model = ::specd::testing::WriteChatModel(dir_.path(), error);
+  ASSERT_EQ(error, "");
   const std::unique_ptr<ServerProcess> server =
-      Serve({"--role", "all", "--model", (dir_.path() / "model").string(), "--drafter",
+      Serve({"--role", "all", "--model", model.string(), "--drafter",
              FixtureDir("dflash-tiny-a").string(), "--tokenizer", TokenizerFile().string()});
   ASSERT_NE(server, nullptr);
 
