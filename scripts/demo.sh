@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job (./specd.sh demo): serve a trained pair. The pipeline's output — an INT4 QAD target
-# and its GPTQ INT4 DFlash drafter, trained here from local text (`specd pipeline`) — answers a
+# and its GPTQ INT4 DFlash drafter, trained here from the pinned corpus (`specd pipeline`) — answers a
 # chat turn speculatively and alone, with the same text, and then once more served: `specd serve
 # --role all` (the embedded default) asked with `specctl`; the `smoke` preset is trained first
 # when no pipeline output exists (SPECD_PIPELINE names another, e.g. a `tiny` one). Before that

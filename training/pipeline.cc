@@ -49,6 +49,7 @@ struct Layout {
   std::filesystem::path prompts = data / "prompts.jsonl";
   std::filesystem::path eval_prompts = data / "eval-prompts.jsonl";
   std::filesystem::path calibration = data / "calibration.txt";
+  std::filesystem::path corpus = data / "corpus.json";
   std::filesystem::path pretrain_data = data / "pretrain";
   std::filesystem::path teacher_answers = data / "teacher-answers.jsonl";
   std::filesystem::path teacher_chat = data / "teacher-chat";
@@ -75,7 +76,8 @@ bool HasDataset(const std::filesystem::path& dir) {
   return std::filesystem::exists(dir / "manifest.json");
 }
 
-absl::Status PrepareData(const PipelinePreset& preset, const Layout& layout) {
+absl::Status PrepareData(const PipelinePreset& preset, const std::filesystem::path& corpus_dir,
+                         const Layout& layout) {
   if (!std::filesystem::exists(layout.tokenizer / "tokenizer.json")) {
     if (absl::Status status = WriteByteLevelTokenizer(layout.tokenizer); !status.ok())
       return status;
@@ -83,9 +85,17 @@ absl::Status PrepareData(const PipelinePreset& preset, const Layout& layout) {
   if (HasDataset(layout.pretrain_data) && std::filesystem::exists(layout.eval_prompts)) {
     return absl::OkStatus();
   }
-  const std::vector<CorpusSource> sources = DefaultCorpusSources();
+  const std::vector<CorpusSource> sources = DefaultCorpusSources(corpus_dir);
   absl::StatusOr<std::vector<Document>> documents = ReadCorpus(sources, preset.corpus_bytes);
   if (!documents.ok()) return documents.status();
+  Json corpus = {{"documents", documents->size()}, {"sha256", CorpusSha256(*documents)}};
+  int64_t corpus_bytes = 0;
+  for (const Document& document : *documents) corpus_bytes += document.text.size();
+  corpus["bytes"] = corpus_bytes;
+  for (const CorpusSource& source : sources) {
+    corpus["sources"].push_back(absl::StrCat(source.name, ": ", source.extension_or_glob,
+                                             " without ", source.skipped_folder, "/"));
+  }
   const std::vector<Conversation> conversations =
       ConversationsFromDocuments(*documents, {.prompt_chars = preset.prompt_chars,
                                               .response_chars = preset.response_chars,
@@ -128,6 +138,10 @@ absl::Status PrepareData(const PipelinePreset& preset, const Layout& layout) {
         absl::StrCat("cannot create ", layout.data.string(), ": ", error.message()));
   }
   if (absl::Status status = io::WriteFileAtomically(layout.calibration, calibration);
+      !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = io::WriteFileAtomically(layout.corpus, corpus.dump(2) + "\n");
       !status.ok()) {
     return status;
   }
@@ -304,8 +318,9 @@ std::string Markdown(const PipelinePreset& preset, const Json& report) {
      << "Reproduce: `specd pipeline --preset " << preset.name << " --out DIR`"
      << " (the teacher is a " << report["teacher_parameters"].get<int64_t>()
      << "-parameter Qwen3.5-architecture model with a byte-level vocabulary, pretrained here on "
-     << report["corpus_bytes"].get<int64_t>() << " bytes of local text: "
-     << absl::StrJoin(report["corpus_sources"].get<std::vector<std::string>>(), "; ") << ").\n\n"
+     << report["corpus"]["bytes"].get<int64_t>() << " bytes of pinned text: "
+     << absl::StrJoin(report["corpus"]["sources"].get<std::vector<std::string>>(), "; ")
+     << ", SHA-256 " << report["corpus"]["sha256"].get<std::string>() << ").\n\n"
      << "| metric | value |\n|---|---|\n";
   for (const char* key :
        {"teacher_val_loss", "kl_before_qad", "kl_after_qad", "tau_stage1", "tau_stage2", "tau_gptq",
@@ -601,6 +616,7 @@ absl::StatusOr<PipelinePreset> PipelinePresetNamed(std::string_view name) {
 }
 
 absl::StatusOr<std::string> RunPipeline(const PipelinePreset& preset,
+                                        const std::filesystem::path& corpus_dir,
                                         const std::filesystem::path& out) {
   io::Qwen35TextConfig teacher_config = preset.teacher;
   teacher_config.vocab_size = kByteLevelVocabSize;
@@ -609,8 +625,19 @@ absl::StatusOr<std::string> RunPipeline(const PipelinePreset& preset,
                     .teacher_config = teacher_config,
                     .report = {{"preset", preset.name}, {"teacher_parameters", 0}}};
   const Layout& layout = pipeline.layout;
+  Json& report = pipeline.report;
   const std::pair<const char*, std::function<absl::Status()>> steps[] = {
-      {"data", [&] { return PrepareData(preset, layout); }},
+      {"data",
+       [&]() -> absl::Status {
+         if (absl::Status status = PrepareData(preset, corpus_dir, layout); !status.ok())
+           return status;
+         std::ifstream in(layout.corpus);
+         report["corpus"] = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+         if (!report["corpus"].is_discarded()) return absl::OkStatus();
+         return absl::DataLossError(
+             absl::StrCat(layout.corpus.string(), " is missing or unreadable: remove ",
+                          layout.data.string(), " to prepare the data again"));
+       }},
       {"pretrain", [&] { return pipeline.Pretrain(); }},
       {"quantize (AWQ)", [&] { return QuantizeWithAwq(preset, layout); }},
       {"regenerate (teacher)",
@@ -630,12 +657,6 @@ absl::StatusOr<std::string> RunPipeline(const PipelinePreset& preset,
       {"gptq drafter", [&] { return pipeline.GptqDrafter(); }},
       {"evaluate", [&] { return pipeline.Evaluate(); }},
   };
-  Json& report = pipeline.report;
-  for (const CorpusSource& source : DefaultCorpusSources()) {
-    report["corpus_sources"].push_back(
-        absl::StrCat(source.name, ": ", (source.root / source.extension_or_glob).string()));
-  }
-  report["corpus_bytes"] = preset.corpus_bytes;
   for (const auto& [name, step] : steps) {
     std::fprintf(stderr, "== pipeline: %s\n", name);
     const Clock::time_point start = Clock::now();

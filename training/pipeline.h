@@ -17,7 +17,7 @@ namespace specd::train {
 
 struct PipelinePreset {
   std::string name;
-  // Data: local text, cut into documents and into conversations (a chunk as the prompt, the
+  // Data: the pinned corpus, cut into documents and into conversations (a chunk as the prompt, the
   // text after it as the answer).
   int64_t corpus_bytes = 0;
   int64_t prompt_chars = 0;
@@ -56,16 +56,17 @@ struct PipelinePreset {
   int64_t eval_prompts = 0;
   int64_t eval_new_tokens = 0;
   int64_t long_prompt_tokens = 0;  // beyond the drafter's training context
-  int64_t drafter_window = 0;      // the symmetric window for long prompts
+  int64_t drafter_window = 0;      // the symmetric window it is trained for and drafts with
   uint64_t seed = 0;
 };
 
 // "smoke" (minutes; what CI runs) or "tiny" (≤ 30 minutes on 2 cores; a pair worth serving).
 absl::StatusOr<PipelinePreset> PipelinePresetNamed(std::string_view name);
 
-// Runs every step into `out` and writes out/report.json, out/report.md and out/plots/*.png.
-// Returns the report's JSON text.
+// Runs every step into `out`, on the corpus installed in `corpus_dir` (local_corpus.h), and
+// writes out/report.json, out/report.md and out/plots/*.png. Returns the report's JSON text.
 absl::StatusOr<std::string> RunPipeline(const PipelinePreset& preset,
+                                        const std::filesystem::path& corpus_dir,
                                         const std::filesystem::path& out);
 
 }  // namespace specd::train

@@ -27,6 +27,7 @@
 #include "training/conversations.h"
 #include "training/drafter_training.h"
 #include "training/gptq_drafter.h"
+#include "training/local_corpus.h"
 #include "training/packed_dataset.h"
 #include "training/pipeline.h"
 #include "training/pretrain.h"
@@ -344,14 +345,17 @@ void AddTrainCommands(CLI::App& app) {
   pipeline->add_option("--preset", *preset, "smoke (minutes) or tiny (≤ 30 minutes)");
   pipeline->add_option("--out", *out, "the pipeline's directory (resumed if it exists)")
       ->required();
+  auto corpus = std::make_shared<std::string>(train::DefaultCorpusDir().string());
+  pipeline->add_option("--corpus", *corpus, "where scripts/setup.sh installed the training corpus")
+      ->capture_default_str();
   auto check_only = std::make_shared<bool>(false);
   pipeline->add_flag("--dry-run", *check_only, "check the preset name and stop");
-  pipeline->callback([pipeline, preset, out, check_only] {
+  pipeline->callback([pipeline, preset, corpus, out, check_only] {
     RunOrExit(*pipeline, [&]() -> absl::Status {
       absl::StatusOr<train::PipelinePreset> chosen = train::PipelinePresetNamed(*preset);
       if (!chosen.ok()) return chosen.status();
       if (*check_only) return absl::OkStatus();
-      absl::StatusOr<std::string> report = train::RunPipeline(*chosen, *out);
+      absl::StatusOr<std::string> report = train::RunPipeline(*chosen, *corpus, *out);
       if (!report.ok()) return report.status();
       std::cout << *report;
       return absl::OkStatus();

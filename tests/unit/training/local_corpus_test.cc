@@ -1,5 +1,6 @@
-// The local corpus: matching files in sorted order, valid UTF-8 only, within a byte budget; and
-// the conversations cut from it, whose answer is the text that follows the prompt.
+// The corpus: matching files in sorted order, subfolders too, valid UTF-8 only, within a byte
+// budget; the pinned corpus set-up installs, checked by its checksum; and the conversations cut
+// from it, whose answer is the text that follows the prompt.
 #include "training/local_corpus.h"
 
 #include <fstream>
@@ -26,11 +27,12 @@ TEST(LocalCorpusTest, ReadsMatchingFilesInSortedOrderAndSkipsInvalidUtf8) {
   WriteText(dir.path() / "empty.py", "");
   WriteText(dir.path() / "c.txt", "c");
   std::filesystem::create_directory(dir.path() / "sub.py");
-  const CorpusSource source{.name = "test", .root = dir.path(), .extension_or_glob = "*.py"};
+  const CorpusSource source{
+      .name = "test", .root = dir.path(), .extension_or_glob = "*.py", .skipped_folder = ""};
   const absl::StatusOr<std::vector<Document>> docs = ReadCorpus({&source, 1}, 1 << 20);
   ASSERT_TRUE(docs.ok()) << docs.status();
   ASSERT_EQ(docs->size(), 2);
-  EXPECT_EQ((*docs)[0].path, dir.path() / "a.py");
+  EXPECT_EQ((*docs)[0].path, "a.py");
   EXPECT_EQ((*docs)[0].text, "a");
   EXPECT_EQ((*docs)[1].text, "b");
   EXPECT_EQ((*docs)[1].source, "test");
@@ -40,27 +42,72 @@ TEST(LocalCorpusTest, StopsBeforeTheDocumentThatExceedsTheBudget) {
   testing::TempDir dir;
   WriteText(dir.path() / "1", "aaa");
   WriteText(dir.path() / "2", "bbb");
-  const CorpusSource source{.name = "test", .root = dir.path(), .extension_or_glob = "*"};
+  const CorpusSource source{
+      .name = "test", .root = dir.path(), .extension_or_glob = "*", .skipped_folder = ""};
   const absl::StatusOr<std::vector<Document>> docs = ReadCorpus({&source, 1}, 5);
   ASSERT_TRUE(docs.ok()) << docs.status();
   EXPECT_EQ(docs->size(), 1);
 }
 
 TEST(LocalCorpusTest, FailsOnAMissingRoot) {
-  const CorpusSource source{.name = "nope", .root = "/nonexistent/specd", .extension_or_glob = "*"};
+  const CorpusSource source{
+      .name = "nope", .root = "/nonexistent/specd", .extension_or_glob = "*", .skipped_folder = ""};
   const absl::StatusOr<std::vector<Document>> docs = ReadCorpus({&source, 1}, 100);
   ASSERT_FALSE(docs.ok());
   EXPECT_NE(docs.status().message().find("nope"), std::string::npos);
 }
 
-TEST(LocalCorpusTest, DefaultSourcesGiveTextOnDebian) {
-  const std::vector<CorpusSource> sources = DefaultCorpusSources();
-  for (const CorpusSource& source : sources) {
-    if (!std::filesystem::is_directory(source.root)) GTEST_SKIP() << source.root << " missing";
+TEST(LocalCorpusTest, ReadsSubfoldersInPathOrderAndLeavesOutTheSkippedFolder) {
+  testing::TempDir dir;
+  for (const char* folder : {"pkg", "pkg/sub", "pkg/tests", "tests"}) {
+    std::filesystem::create_directory(dir.path() / folder);
   }
-  const absl::StatusOr<std::vector<Document>> docs = ReadCorpus(sources, 1 << 20);
+  WriteText(dir.path() / "z.py", "z");
+  WriteText(dir.path() / "pkg" / "b.py", "b");
+  WriteText(dir.path() / "pkg" / "sub" / "a.py", "a");
+  WriteText(dir.path() / "pkg" / "tests" / "test_b.py", "t");
+  WriteText(dir.path() / "tests" / "test_z.py", "t");
+  const CorpusSource source{
+      .name = "test", .root = dir.path(), .extension_or_glob = "*.py", .skipped_folder = "tests"};
+  const absl::StatusOr<std::vector<Document>> docs = ReadCorpus({&source, 1}, 1 << 20);
   ASSERT_TRUE(docs.ok()) << docs.status();
-  EXPECT_FALSE(docs->empty());
+  std::vector<std::string> paths;
+  for (const Document& doc : *docs) paths.push_back(doc.path.generic_string());
+  EXPECT_EQ(paths, (std::vector<std::string>{"pkg/b.py", "pkg/sub/a.py", "z.py"}));
+}
+
+TEST(LocalCorpusTest, TheChecksumChangesWithAnyTextPathOrBoundary) {
+  const std::vector<Document> base = {{.source = "s", .path = "a", .text = "xy"},
+                                      {.source = "s", .path = "b", .text = "z"}};
+  std::vector<Document> moved_boundary = base;
+  moved_boundary[0].text = "x";
+  moved_boundary[1].text = "yz";
+  std::vector<Document> renamed = base;
+  renamed[1].path = "c";
+  EXPECT_EQ(CorpusSha256(base), CorpusSha256(base));
+  EXPECT_NE(CorpusSha256(base), CorpusSha256(moved_boundary));
+  EXPECT_NE(CorpusSha256(base), CorpusSha256(renamed));
+  EXPECT_NE(CorpusSha256(base), CorpusSha256(std::span(base).first(1)));
+}
+
+// What the pipeline's presets train on (pipeline.cc: smoke 600 kB, tiny 3 MB), byte for byte: a
+// changed download, unpacking or reading order shows here before it changes any report.
+TEST(LocalCorpusTest, TheInstalledCorpusIsThePinnedOne) {
+  const std::vector<CorpusSource> sources = DefaultCorpusSources(DefaultCorpusDir());
+  const struct {
+    int64_t budget;
+    size_t documents;
+    const char* sha256;
+  } presets[] = {
+      {600'000, 68, "383416c4292b83fa23db16beeffea0659dde78fdf926011a2ab41201b239dfa9"},
+      {3'000'000, 218, "0a253179d711c61fb92c010f94ae11a686afb331eb6ca54843178fdd39abc347"},
+  };
+  for (const auto& preset : presets) {
+    const absl::StatusOr<std::vector<Document>> docs = ReadCorpus(sources, preset.budget);
+    ASSERT_TRUE(docs.ok()) << docs.status();
+    EXPECT_EQ(docs->size(), preset.documents) << preset.budget;
+    EXPECT_EQ(CorpusSha256(*docs), preset.sha256) << preset.budget;
+  }
 }
 
 TEST(LocalCorpusTest, ConversationAsksToContinueAndAnswersWithTheContinuation) {
