@@ -52,6 +52,18 @@ fi
 echo
 echo "== the trained pair ($pipeline/report.md)"
 cat "$pipeline/report.json"
+# What the pair is worth, measured by the pipeline on its held-out prompts (decode tokens per
+# second with and without the drafter, timed in alternation). A pair that loses is not served.
+read -r speedup tau < <(python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"{r[\"speedup\"]:.2f} {r[\"tau_gptq\"]:.2f}")' "$pipeline/report.json")
+drafter_flags=(--drafter "$pipeline/drafter-gptq")
+if awk -v speedup="$speedup" 'BEGIN { exit !(speedup >= 1) }'; then
+  echo "== the pair decodes ${speedup}x as fast as its target alone on held-out prompts (tau $tau)"
+else
+  echo "== the pair decodes ${speedup}x as fast as its target alone (tau $tau): serving the target alone"
+  drafter_flags=()
+fi
 turn=$'<|im_start|>user\nContinue this Python code:\nimport os\n\ndef main():<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n'
 echo "== specd generate: the INT4 QAD target verifying its INT4 GPTQ drafter"
 "$specd" generate --model "$pipeline/qad/best" --drafter "$pipeline/drafter-gptq" --prompt "$turn" \
@@ -63,7 +75,7 @@ echo "== the same target alone (the same text, slower)"
 # asked through the gRPC API with specctl. The text is the one above.
 specctl="$(dirname "$specd")/../specctl/specctl"
 log="$(mktemp)"
-"$specd" serve --role all --model "$pipeline/qad/best" --drafter "$pipeline/drafter-gptq" \
+"$specd" serve --role all --model "$pipeline/qad/best" "${drafter_flags[@]}" \
   --host 127.0.0.1 --port 0 --metrics-port 0 2>"$log" &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; rm -f "$log"' EXIT

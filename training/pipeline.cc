@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -463,7 +464,8 @@ struct Pipeline {
                                               {.num_layers = preset.drafter_layers,
                                                .block_size = preset.block_size,
                                                .seed = preset.seed,
-                                               .mask_token_id = kByteLevelMaskId});
+                                               .mask_token_id = kByteLevelMaskId,
+                                               .window = preset.drafter_window});
           !status.ok()) {
         return status;
       }
@@ -494,8 +496,9 @@ struct Pipeline {
                                     .scale_dtype = io::DType::kBF16}});
   }
 
-  // τ of each drafter on the INT4 target, the speed with and without the GPTQ drafter, and τ on
-  // long prompts without and with the drafter's window.
+  // τ of each drafter on the INT4 target, the speed with and without the GPTQ drafter (each
+  // drafting with the window it was trained for, as served), and τ on long prompts without and
+  // with that window.
   absl::Status Evaluate() {
     absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(layout.qad());
     if (!target.ok()) return target.status();
@@ -522,8 +525,10 @@ struct Pipeline {
         EvaluationPrompts(layout, preset.long_prompt_tokens);
     if (!long_prompts.ok()) return long_prompts.status();
     long_prompts->resize(std::min<size_t>(long_prompts->size(), 4));
-    for (const auto& [key, window] : {std::pair{"tau_long_full", int64_t{0}},
-                                      std::pair{"tau_long_swa", preset.drafter_window}}) {
+    // A window longer than any context is none; 0 is the drafter's own.
+    constexpr int64_t kFullAttention = std::numeric_limits<int32_t>::max();
+    for (const auto& [key, window] :
+         {std::pair{"tau_long_full", kFullAttention}, std::pair{"tau_long_swa", int64_t{0}}}) {
       absl::StatusOr<SpeculativeEvaluation> evaluation =
           EvaluateSpeculative(*target, layout.gptq, *long_prompts,
                               {.max_new_tokens = preset.eval_new_tokens, .window = window});

@@ -63,6 +63,12 @@ void AddInitDrafter(CLI::App& drafter) {
   command->add_option("--out", flags->out, "Directory to write (created if missing)")->required();
   command->add_option("--seed", flags->options.seed, "Seed of the weights")->capture_default_str();
   command
+      ->add_option("--window", flags->options.window,
+                   "The symmetric attention window it drafts with by default: the sequence "
+                   "length it will be trained on (0: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  command
       ->add_option("--mask-token-id", flags->options.mask_token_id,
                    "The MASK id (default: the target's last id, which no text encodes to)")
       ->check(CLI::NonNegativeNumber);

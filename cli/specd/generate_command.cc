@@ -221,8 +221,10 @@ void AddGenerateCommand(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()))
       ->needs(drafter);
   command
-      ->add_option("--draft-window", flags->draft_window,
-                   "Sliding attention window of the drafter, in tokens (default: none)")
+      ->add_option(
+          "--draft-window", flags->draft_window,
+          "Sliding attention window of the drafter, in tokens (default: the one it was trained "
+          "for, if any)")
       ->check(CLI::NonNegativeNumber)
       ->needs(drafter);
   command->callback([command, flags, prompt, ids] {

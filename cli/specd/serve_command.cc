@@ -672,8 +672,9 @@ void AddServeCommand(CLI::App& app) {
   serve->add_option("--target", flags->target,
                     "drafter: the target checkpoint (only its embedding and head are read)");
   serve
-      ->add_option("--window", flags->window,
-                   "drafter, orchestrator, all: default draft attention window (0: full)")
+      ->add_option(
+          "--window", flags->window,
+          "drafter, orchestrator, all: default draft attention window (0: the drafter's own)")
       ->capture_default_str();
   serve->add_option("--verifier-addr", flags->verifier_addr,
                     "orchestrator: HOST:PORT (waited for, asked again every --pairs-refresh s)");

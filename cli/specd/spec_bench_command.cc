@@ -162,7 +162,9 @@ void AddSpecBench(CLI::App& bench) {
       ->add_option("--block-size", flags->block_size,
                    "Tokens per verify block (default: the drafter's; the oracle's 16)")
       ->check(CLI::PositiveNumber);
-  command->add_option("--draft-window", flags->draft_window, "Drafter attention window (0: none)")
+  command
+      ->add_option("--draft-window", flags->draft_window,
+                   "Drafter attention window (0: the one it was trained for, if any)")
       ->check(CLI::NonNegativeNumber);
   command
       ->add_option("--min-confidence", flags->min_confidence,

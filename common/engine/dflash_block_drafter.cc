@@ -185,7 +185,7 @@ std::vector<int64_t> DFlashBlockDrafter::TargetHiddenStates() const {
 }
 
 absl::StatusOr<DraftOptions> DFlashBlockDrafter::Resolve(const DraftOptions& options) const {
-  return ResolveDraftOptions(options, block_size());
+  return ResolveDraftOptions(options, block_size(), drafter_.config().sliding_window);
 }
 
 absl::StatusOr<std::unique_ptr<DraftSession>> DFlashBlockDrafter::OpenSession(

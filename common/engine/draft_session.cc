@@ -5,9 +5,11 @@
 namespace specd::engine {
 
 absl::StatusOr<DraftOptions> ResolveDraftOptions(const DraftOptions& options,
-                                                 int64_t trained_block_size) {
+                                                 int64_t trained_block_size,
+                                                 int64_t trained_window) {
   DraftOptions resolved = options;
   if (resolved.block_size == 0) resolved.block_size = trained_block_size;
+  if (resolved.window == 0) resolved.window = trained_window;
   if (resolved.block_size < 1 || resolved.block_size > trained_block_size) {
     return absl::InvalidArgumentError(absl::StrCat("block_size = ", resolved.block_size,
                                                    " is outside [1, ", trained_block_size,

@@ -20,17 +20,19 @@ namespace specd::engine {
 // How a request drafts.
 struct DraftOptions {
   int64_t block_size = 0;  // tokens per block with the anchor, at most the drafter's; 0: its own
-  int64_t window = 0;      // model::DraftOptions::window; 0: none
+  int64_t window = 0;      // model::DraftOptions::window; 0: the drafter's own
   // Adaptive draft length: the proposals stop before the first position whose most likely token
   // has a draft probability below this, so unlikely drafts cost no verify work. 0: fixed blocks.
   double min_confidence = 0;
 };
 
 // OK when `options` are in range for a drafter trained on blocks of `trained_block_size`; the
-// options with the block size resolved (0 → the trained one). Every caller that takes draft
-// options from a user checks them here.
+// options with the block size and window resolved (0 → the trained one; a drafter trained
+// without a window has `trained_window` 0, none). Every caller that takes draft options from a
+// user checks them here.
 absl::StatusOr<DraftOptions> ResolveDraftOptions(const DraftOptions& options,
-                                                 int64_t trained_block_size);
+                                                 int64_t trained_block_size,
+                                                 int64_t trained_window);
 
 // Positions the target has committed: [begin, begin + ids.size()), their ids and, when the drafter
 // reads hidden states, their tapped rows side by side in TargetHiddenStates() order

@@ -77,7 +77,7 @@ absl::StatusOr<DraftOptions> OracleDrafter::Resolve(const DraftOptions& options)
     return absl::InvalidArgumentError(
         "a draft window and adaptive draft length apply to DFlash drafters, not the oracle");
   }
-  return ResolveDraftOptions(options, block_size_);
+  return ResolveDraftOptions(options, block_size_, /*trained_window=*/0);
 }
 
 absl::StatusOr<std::unique_ptr<DraftSession>> OracleDrafter::OpenSession(int64_t max_length) const {

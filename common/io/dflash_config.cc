@@ -33,6 +33,9 @@ absl::StatusOr<DFlashDraftConfig> ParseDFlashDraftConfig(const nlohmann::json& c
   parsed.rms_norm_eps = root.NumberOr("rms_norm_eps", 1e-6);
   parsed.rope_theta = ReadRopeTheta(root);
   parsed.max_position_embeddings = root.PositiveInt("max_position_embeddings");
+  if (root.BoolOr("use_sliding_window", false)) {
+    parsed.sliding_window = root.PositiveInt("sliding_window");
+  }
   parsed.torch_dtype = ReadTorchDType(root);
   if (!root.status().ok()) return root.status();
 

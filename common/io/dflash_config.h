@@ -30,6 +30,11 @@ struct DFlashDraftConfig {
   double rms_norm_eps = 0;
   double rope_theta = 0;
   int64_t max_position_embeddings = 0;
+  // The symmetric attention window (model::DraftOptions::window) the drafter was trained for and
+  // drafts with unless a request names another: `sliding_window` when `use_sliding_window` is
+  // true. A drafter trained on sequences of N tokens has seen no key farther than N from a
+  // query; its window keeps longer contexts in that range. 0: none.
+  int64_t sliding_window = 0;
   std::string torch_dtype;  // e.g. "bfloat16"; "" when the config names none
 };
 

@@ -182,7 +182,8 @@ absl::StatusOr<v1::DrafterServiceInfoResponse> DrafterHandler::Info() {
   info.set_hidden_size(static_cast<uint32_t>(target_config_.hidden_size));
   info.set_num_layers(static_cast<uint32_t>(config.num_hidden_layers));
   info.set_vocab_size(static_cast<uint32_t>(target_config_.vocab_size));
-  info.set_default_window(static_cast<uint32_t>(options_.default_window));
+  info.set_default_window(
+      static_cast<uint32_t>(drafter_->Resolve({.window = options_.default_window})->window));
   info.add_memory_kinds(v1::MEMORY_KIND_POSIX_SHM);
   info.set_device(drafter_->model().options().device.str());
   info.set_uses_shared_weights(false);

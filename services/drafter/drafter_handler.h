@@ -25,7 +25,7 @@ namespace specd::drafter {
 struct DrafterOptions {
   std::string model_name;      // reported by Info (e.g. the checkpoint directory)
   std::string quantization;    // "w4a16" or "dense"
-  int64_t default_window = 0;  // a Draft without a window gets this one; 0: full attention
+  int64_t default_window = 0;  // a Draft without a window gets this one; 0: the trained one
   int64_t max_sessions = 64;
   absl::Duration session_idle_timeout = absl::Seconds(60);
   prometheus::Gauge* open_sessions = nullptr;  // optional: follows the number of open sessions

@@ -201,7 +201,8 @@ absl::StatusOr<GenerationHandler::Prepared> GenerationHandler::Prepare(
        .window = speculation.has_draft_window() ? speculation.draft_window()
                                                 : options_.default_draft_window,
        .min_confidence = speculation.min_draft_confidence()},
-      drafter_block);
+      // A window of 0 reaches the drafter, which resolves it to the one it was trained for.
+      drafter_block, /*trained_window=*/0);
   if (!draft.ok()) return rpc::AtField("speculation", draft.status());
   prepared.draft = *draft;
   if (prepared.draft.block_size > 1) {

@@ -1,5 +1,6 @@
 // `specd pipeline --preset smoke` end to end as a real process (what CI runs of training): the
-// report exists, QAD lowers KL(teacher ‖ INT4), and the trained drafter is accepted (τ > 1.2).
+// report exists and names the pinned corpus, QAD lowers KL(teacher ‖ INT4), and the trained
+// drafter, drafting with the window it was trained for, is accepted for several tokens a step.
 // And `specd train` refuses a config with a key it does not know.
 #include <gtest/gtest.h>
 
@@ -37,8 +38,11 @@ TEST(SpecdPipelineTest, SmokePresetTrainsAPairThatQadAndDraftingImprove) {
     EXPECT_TRUE(report.contains(key) && report[key].is_number()) << key;
   }
   EXPECT_LT(report["kl_after_qad"].get<double>(), report["kl_before_qad"].get<double>());
-  EXPECT_GT(report["tau_stage2"].get<double>(), 1.2);
-  EXPECT_GT(report["tau_gptq"].get<double>(), 1.2);
+  EXPECT_EQ(report["corpus"]["sha256"].get<std::string>().size(), 64);
+  // τ 6.06 on the machine of record; 1.5 to 1.8 before drafters drafted with their window.
+  EXPECT_GT(report["tau_stage2"].get<double>(), 3);
+  EXPECT_GT(report["tau_gptq"].get<double>(), 3);
+  EXPECT_GT(report["tau_long_swa"].get<double>(), report["tau_long_full"].get<double>());
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "report.md"));
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "plots" / "acceptance.png"));
 

@@ -71,8 +71,8 @@ nlohmann::json ConfigJson(const io::DFlashDraftConfig& c) {
       {"rms_norm_eps", c.rms_norm_eps},
       {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", c.rope_theta}}},
       {"max_position_embeddings", c.max_position_embeddings},
-      {"use_sliding_window", false},
-      {"sliding_window", nullptr},
+      {"use_sliding_window", c.sliding_window > 0},
+      {"sliding_window", c.sliding_window > 0 ? nlohmann::json(c.sliding_window) : nullptr},
       {"tie_word_embeddings", true},
       {"torch_dtype", c.torch_dtype},
   };
@@ -111,6 +111,7 @@ io::DFlashDraftConfig RandomDrafterConfig(const io::Qwen35TextConfig& target,
       .rms_norm_eps = 1e-6,
       .rope_theta = target.rope_theta,
       .max_position_embeddings = target.max_position_embeddings,
+      .sliding_window = options.window,
       .torch_dtype = "float32"};
 }
 

@@ -24,6 +24,7 @@ struct RandomDrafterOptions {
   // -1: the target's last id. Qwen vocabularies are padded past the tokenizer's ids, so the
   // last one never stands for text and is free to mean MASK.
   int64_t mask_token_id = -1;
+  int64_t window = 0;  // io::DFlashDraftConfig::sliding_window: the training sequence length
 };
 
 // The drafter config for `target`: its hidden size, attention shape (heads, KV heads, head_dim),

@@ -62,7 +62,8 @@ class DrafterFixture : public ::testing::Test {
                                                 {.num_layers = 1,
                                                  .block_size = kBlockSize,
                                                  .seed = 4,
-                                                 .mask_token_id = kByteLevelMaskId})
+                                                 .mask_token_id = kByteLevelMaskId,
+                                                 .window = 0})
                     .ok());
     ASSERT_TRUE(WriteByteLevelTokenizer(dir_.path() / "tokenizer").ok());
     absl::StatusOr<text::Tokenizer> tokenizer =

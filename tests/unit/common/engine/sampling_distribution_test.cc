@@ -163,7 +163,8 @@ TEST_F(SamplingDistributionTest, WithTheOracleBothTokensFollowTheTarget) {
 
 TEST_F(SamplingDistributionTest, WithARandomDrafterBothTokensFollowTheTarget) {
   absl::StatusOr<model::DFlashDrafter> drafter = testing::RandomDrafter(
-      *target_, {.num_layers = 1, .block_size = kBlockSize, .seed = 2, .mask_token_id = -1});
+      *target_,
+      {.num_layers = 1, .block_size = kBlockSize, .seed = 2, .mask_token_id = -1, .window = 0});
   ASSERT_TRUE(drafter.ok()) << drafter.status();
   absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> block =
       DFlashBlockDrafter::Create(*std::move(drafter), target_->token_head(), target_->config());

@@ -54,11 +54,12 @@ class SpeculativeGenerationTest : public ::testing::Test {
   static Drafting DFlash(const model::Qwen35Model& target, const std::string& kind,
                          const DraftOptions& options) {
     absl::StatusOr<model::DFlashDrafter> drafter =
-        kind == "fixture"
-            ? FixtureDrafter()
-            : RandomDrafter(
-                  target,
-                  {.num_layers = 2, .block_size = kMaxBlock, .seed = 11, .mask_token_id = -1});
+        kind == "fixture" ? FixtureDrafter()
+                          : RandomDrafter(target, {.num_layers = 2,
+                                                   .block_size = kMaxBlock,
+                                                   .seed = 11,
+                                                   .mask_token_id = -1,
+                                                   .window = 0});
     EXPECT_TRUE(drafter.ok()) << drafter.status();
     if (!drafter.ok()) return {};
     absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> block =
@@ -301,6 +302,29 @@ TEST_F(SpeculativeGenerationTest, RefusesABlockLargerThanTheDrafterWasMadeFor) {
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// A drafter trained on short sequences drafts with its window (config.json's sliding_window) on
+// every path that resolves a request's options; a request may still name another.
+TEST_F(SpeculativeGenerationTest, ADrafterDraftsWithTheWindowItWasTrainedForUnlessAskedOtherwise) {
+  for (const int64_t trained : {0, 5}) {
+    absl::StatusOr<model::DFlashDrafter> drafter = RandomDrafter(Target(), {.num_layers = 1,
+                                                                            .block_size = kMaxBlock,
+                                                                            .seed = 12,
+                                                                            .mask_token_id = -1,
+                                                                            .window = trained});
+    ASSERT_TRUE(drafter.ok()) << drafter.status();
+    EXPECT_EQ(drafter->config().sliding_window, trained);
+    absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> block =
+        DFlashBlockDrafter::Create(*std::move(drafter), Target().token_head(), Target().config());
+    ASSERT_TRUE(block.ok()) << block.status();
+    for (const auto& [asked, drafted] : {std::pair<int64_t, int64_t>{0, trained}, {7, 7}}) {
+      absl::StatusOr<DraftOptions> resolved =
+          (*block)->Resolve({.block_size = 0, .window = asked, .min_confidence = 0});
+      ASSERT_TRUE(resolved.ok()) << resolved.status();
+      EXPECT_EQ(resolved->window, drafted) << "trained " << trained << ", asked " << asked;
+    }
+  }
 }
 
 TEST_F(SpeculativeGenerationTest, RefusesPromptIdsOutsideTheVocabulary) {

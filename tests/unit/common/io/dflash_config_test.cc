@@ -52,6 +52,17 @@ TEST(DFlashConfigTest, DerivesHeadDimLikeQwen3WhenAbsent) {
   EXPECT_EQ(parsed->head_dim, 64 / 4);
 }
 
+TEST(DFlashConfigTest, ReadsTheWindowItWasTrainedForWhenSlidingWindowIsOn) {
+  json config = FixtureConfig();
+  EXPECT_EQ(ParseDFlashDraftConfig(config, "config.json")->sliding_window, 0);
+  config["sliding_window"] = 64;
+  EXPECT_EQ(ParseDFlashDraftConfig(config, "config.json")->sliding_window, 0);
+  config["use_sliding_window"] = true;
+  EXPECT_EQ(ParseDFlashDraftConfig(config, "config.json")->sliding_window, 64);
+  config["sliding_window"] = nullptr;
+  EXPECT_THAT(ParseStatus(config).message(), HasSubstr("sliding_window"));
+}
+
 TEST(DFlashConfigTest, NamesMissingAndInconsistentFields) {
   json no_mask = FixtureConfig();
   no_mask["dflash_config"].erase("mask_token_id");

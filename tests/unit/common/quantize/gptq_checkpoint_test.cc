@@ -125,10 +125,11 @@ double RelativeError(const at::Tensor& approximation, const at::Tensor& referenc
 class GptqCheckpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(model::WriteRandomDFlashDrafter(
-                    dense_dir(), TargetConfig(),
-                    {.num_layers = 2, .block_size = kBlock, .seed = 3, .mask_token_id = -1})
-                    .ok());
+    ASSERT_TRUE(
+        model::WriteRandomDFlashDrafter(
+            dense_dir(), TargetConfig(),
+            {.num_layers = 2, .block_size = kBlock, .seed = 3, .mask_token_id = -1, .window = 0})
+            .ok());
     absl::StatusOr<model::DFlashDrafter> dense = model::DFlashDrafter::Load(dense_dir());
     ASSERT_TRUE(dense.ok()) << dense.status();
     const auto taps = static_cast<int64_t>(dense->config().target_layer_ids.size());

@@ -32,10 +32,10 @@ TEST(RandomDrafterTest, WritesADrafterThatLoadsFitsItsTargetAndDrafts) {
   const std::unique_ptr<Qwen35Model> target = testing::LoadTinyFixture().model;
   ASSERT_NE(target, nullptr);
   specd::testing::TempDir dir;
-  ASSERT_TRUE(
-      WriteRandomDFlashDrafter(dir.path(), target->config(),
-                               {.num_layers = 2, .block_size = 4, .seed = 1, .mask_token_id = -1})
-          .ok());
+  ASSERT_TRUE(WriteRandomDFlashDrafter(
+                  dir.path(), target->config(),
+                  {.num_layers = 2, .block_size = 4, .seed = 1, .mask_token_id = -1, .window = 0})
+                  .ok());
   absl::StatusOr<DFlashDrafter> drafter = DFlashDrafter::Load(dir.path());
   ASSERT_TRUE(drafter.ok()) << drafter.status();
   EXPECT_TRUE(drafter->CheckTarget(target->config()).ok());
@@ -65,7 +65,7 @@ TEST(RandomDrafterTest, TheSameSeedWritesTheSameWeights) {
   ASSERT_NE(target, nullptr);
   specd::testing::TempDir dir;
   const RandomDrafterOptions options{
-      .num_layers = 1, .block_size = 4, .seed = 5, .mask_token_id = 7};
+      .num_layers = 1, .block_size = 4, .seed = 5, .mask_token_id = 7, .window = 0};
   for (const char* name : {"a", "b"}) {
     std::filesystem::create_directories(dir.path() / name);
     ASSERT_TRUE(WriteRandomDFlashDrafter(dir.path() / name, target->config(), options).ok());
@@ -86,7 +86,8 @@ TEST(RandomDrafterTest, RefusesAMaskTokenOutsideTheVocabulary) {
                                      {.num_layers = 1,
                                       .block_size = 4,
                                       .seed = 0,
-                                      .mask_token_id = target->config().vocab_size})
+                                      .mask_token_id = target->config().vocab_size,
+                                      .window = 0})
                 .code(),
             absl::StatusCode::kInvalidArgument);
 }
