@@ -213,8 +213,9 @@ void AddGenerateCommand(CLI::App& app) {
       ->check(CLI::Range(int64_t{0}, int64_t{20}));
   CLI::Option* drafter = command->add_option(
       "--drafter", flags->drafter,
-      "Decode speculatively with this DFlash drafter checkpoint directory, or \"oracle\" (the "
-      "target's own greedy continuation); json adds acceptance_lengths and tau");
+      "Decode speculatively with this DFlash drafter checkpoint directory, \"suffix\" (the "
+      "text's own earlier continuations) or \"oracle\" (the target's own greedy continuation); "
+      "json adds acceptance_lengths and tau");
   command
       ->add_option("--block-size", flags->block_size,
                    "Tokens per verify block with --drafter (default: the drafter's)")

@@ -155,12 +155,13 @@ void AddSpecBench(CLI::App& bench) {
   command->add_option("--model", flags->model, "Target checkpoint directory")->required();
   command
       ->add_option("--drafter", flags->drafter,
-                   "A DFlash drafter checkpoint directory, or \"oracle\" (the target's own greedy "
-                   "continuation: the ceiling τ = block size)")
+                   "A DFlash drafter checkpoint directory, \"suffix\" (the text's own earlier "
+                   "continuations) or \"oracle\" (the target's own greedy continuation: the "
+                   "ceiling τ = block size)")
       ->required();
   command
       ->add_option("--block-size", flags->block_size,
-                   "Tokens per verify block (default: the drafter's; the oracle's 16)")
+                   "Tokens per verify block (default: the drafter's; the oracle's and suffix's 16)")
       ->check(CLI::PositiveNumber);
   command
       ->add_option("--draft-window", flags->draft_window,

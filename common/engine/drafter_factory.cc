@@ -4,17 +4,18 @@
 
 #include "common/engine/dflash_block_drafter.h"
 #include "common/engine/oracle_drafter.h"
+#include "common/engine/suffix_drafter.h"
 #include "common/model/dflash_drafter.h"
 
 namespace specd::engine {
 
 absl::StatusOr<std::unique_ptr<Drafter>> OpenDrafter(const std::string& source,
                                                      const model::Qwen35Model& target,
-                                                     int64_t oracle_block_size) {
-  if (source == kOracleDrafter) {
-    return std::make_unique<OracleDrafter>(
-        target, oracle_block_size > 0 ? oracle_block_size : kDefaultOracleBlockSize);
-  }
+                                                     int64_t model_free_block_size) {
+  const int64_t block_size =
+      model_free_block_size > 0 ? model_free_block_size : kDefaultModelFreeBlockSize;
+  if (source == kOracleDrafter) return std::make_unique<OracleDrafter>(target, block_size);
+  if (source == kSuffixDrafter) return std::make_unique<SuffixDrafter>(block_size);
   absl::StatusOr<model::DFlashDrafter> drafter =
       model::DFlashDrafter::Load(source, target.options());
   if (!drafter.ok()) return drafter.status();

@@ -1,0 +1,121 @@
+#include "common/engine/suffix_drafter.h"
+
+#include <algorithm>
+
+namespace specd::engine {
+namespace {
+
+class SuffixDraftSession final : public DraftSession {
+ public:
+  explicit SuffixDraftSession(int64_t depth) : depth_(depth), trie_(depth) {}
+
+  int64_t length() const override { return static_cast<int64_t>(sequence_.size()); }
+
+  absl::Status Append(const CommittedContext& context) override {
+    if (context.begin > length()) {
+      return absl::OutOfRangeError("context leaves a gap after the suffix index's positions");
+    }
+    if (context.begin < length()) {  // rewritten positions: index the kept ones anew
+      sequence_.resize(context.begin);
+      trie_ = SuffixTrie(depth_);
+      for (const int64_t token : sequence_) trie_.Append(token);
+    }
+    for (const int64_t token : context.ids) {
+      sequence_.push_back(token);
+      trie_.Append(token);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<DraftProposal> Propose(int64_t anchor, int64_t count, const DraftOptions& options,
+                                        bool report_confidence) override {
+    DraftProposal proposal =
+        trie_.Continue(anchor, count, SuffixDrafter::kMaxMatch, options.min_confidence);
+    if (!report_confidence) proposal.confidence.clear();
+    return proposal;
+  }
+
+ private:
+  int64_t depth_;
+  std::vector<int64_t> sequence_;
+  SuffixTrie trie_;
+};
+
+// A match of kMaxMatch tokens still has room for a whole block's continuation.
+int64_t TrieDepth(int64_t block_size) { return SuffixDrafter::kMaxMatch + block_size - 1; }
+
+}  // namespace
+
+SuffixTrie::SuffixTrie(int64_t depth) : depth_(depth), nodes_(1), suffixes_{0} {}
+
+uint64_t SuffixTrie::Key(int32_t node, int64_t token) {
+  return (static_cast<uint64_t>(node) << 32) | static_cast<uint32_t>(token);
+}
+
+int32_t SuffixTrie::Child(int32_t node, int64_t token) const {
+  const auto edge = edges_.find(Key(node, token));
+  return edge == edges_.end() ? -1 : edge->second;
+}
+
+void SuffixTrie::Append(int64_t token) {
+  std::vector<int32_t> next = {0};
+  next.reserve(std::min<size_t>(suffixes_.size() + 1, depth_ + 1));
+  for (const int32_t parent : suffixes_) {
+    if (nodes_[parent].depth >= depth_) break;
+    auto [edge, added] = edges_.try_emplace(Key(parent, token), nodes_.size());
+    if (added) {
+      nodes_.push_back({.count = 0,
+                        .token = static_cast<int32_t>(token),
+                        .depth = nodes_[parent].depth + 1,
+                        .best_child = -1});
+    }
+    const int32_t child = edge->second;
+    ++nodes_[child].count;
+    int32_t& best = nodes_[parent].best_child;
+    if (best < 0 || nodes_[child].count >= nodes_[best].count) best = child;
+    next.push_back(child);
+  }
+  suffixes_ = std::move(next);
+}
+
+DraftProposal SuffixTrie::Continue(int64_t anchor, int64_t count, int64_t max_match,
+                                   double min_confidence) const {
+  DraftProposal proposal;
+  // The anchor is not indexed, so a node for a suffix ending in it is an earlier occurrence.
+  int32_t match = -1;
+  for (int64_t k = std::min<int64_t>(static_cast<int64_t>(suffixes_.size()), max_match) - 1;
+       k >= 0 && match < 0; --k) {
+    const int32_t node = Child(suffixes_[k], anchor);
+    if (node >= 0 && nodes_[node].best_child >= 0) match = node;
+  }
+  for (int32_t node = match; node >= 0 && static_cast<int64_t>(proposal.tokens.size()) < count;) {
+    const int32_t next = nodes_[node].best_child;
+    if (next < 0) break;
+    const double confidence = static_cast<double>(nodes_[next].count) / nodes_[node].count;
+    if (confidence < min_confidence) break;
+    proposal.tokens.push_back(nodes_[next].token);
+    proposal.confidence.push_back(static_cast<float>(confidence));
+    node = next;
+  }
+  return proposal;
+}
+
+SuffixDrafter::SuffixDrafter(int64_t block_size) : block_size_(block_size) {}
+
+absl::StatusOr<DraftOptions> SuffixDrafter::Resolve(const DraftOptions& options) const {
+  if (options.window != 0) {
+    return absl::InvalidArgumentError("a draft window applies to DFlash drafters, not suffix");
+  }
+  return ResolveDraftOptions(options, block_size_, /*trained_window=*/0);
+}
+
+absl::StatusOr<std::unique_ptr<DraftSession>> SuffixDrafter::OpenSession(int64_t) const {
+  return std::make_unique<SuffixDraftSession>(TrieDepth(block_size_));
+}
+
+model::CacheFootprint SuffixDrafter::SessionFootprint() const {
+  // A node (16 bytes), its edge in the hash map (12 bytes and slack) and a token of the sequence.
+  return {.fixed_bytes = 0, .bytes_per_token = TrieDepth(block_size_) * 32 + 8};
+}
+
+}  // namespace specd::engine
