@@ -22,6 +22,12 @@
 namespace specd::train::testing {
 
 inline constexpr int64_t kBlockSize = 8;
+// The untrained drafter every test starts from.
+inline constexpr model::RandomDrafterOptions kDrafterInit = {.num_layers = 1,
+                                                             .block_size = kBlockSize,
+                                                             .seed = 4,
+                                                             .mask_token_id = kByteLevelMaskId,
+                                                             .window = 0};
 
 inline io::Qwen35TextConfig TinyTarget() {
   io::Qwen35TextConfig config = specd::testing::OddQwen35Shapes();
@@ -58,13 +64,7 @@ class DrafterFixture : public ::testing::Test {
     checkpoint.seed = 3;
     ASSERT_TRUE(model::WriteRandomQwen35Checkpoint(target(), TinyTarget(), checkpoint).ok());
     std::filesystem::create_directories(init());
-    ASSERT_TRUE(model::WriteRandomDFlashDrafter(init(), TinyTarget(),
-                                                {.num_layers = 1,
-                                                 .block_size = kBlockSize,
-                                                 .seed = 4,
-                                                 .mask_token_id = kByteLevelMaskId,
-                                                 .window = 0})
-                    .ok());
+    ASSERT_TRUE(model::WriteRandomDFlashDrafter(init(), TinyTarget(), kDrafterInit).ok());
     ASSERT_TRUE(WriteByteLevelTokenizer(dir_.path() / "tokenizer").ok());
     absl::StatusOr<text::Tokenizer> tokenizer =
         text::Tokenizer::FromFile(dir_.path() / "tokenizer" / "tokenizer.json");

@@ -117,13 +117,7 @@ TEST_F(DrafterTrainingTest, RefusesADrafterMadeForAnotherTarget) {
   other.layer_types = {io::LayerType::kLinearAttention, io::LayerType::kFullAttention};
   const std::filesystem::path mismatched = dir_.path() / "mismatched";
   std::filesystem::create_directories(mismatched);
-  ASSERT_TRUE(model::WriteRandomDFlashDrafter(mismatched, other,
-                                              {.num_layers = 1,
-                                               .block_size = kBlockSize,
-                                               .seed = 4,
-                                               .mask_token_id = kByteLevelMaskId,
-                                               .window = 0})
-                  .ok());
+  ASSERT_TRUE(model::WriteRandomDFlashDrafter(mismatched, other, testing::kDrafterInit).ok());
   const absl::StatusOr<DrafterMetrics> trained =
       TrainDrafter(DrafterOptions({.out = dir_.path() / "run",
                                    .init = mismatched,
