@@ -56,7 +56,7 @@ cat "$pipeline/report.json"
 # second with and without the drafter, timed in alternation). A pair that loses is not served.
 read -r speedup tau < <(python3 -c 'import json, sys
 r = json.load(open(sys.argv[1]))
-print(f"{r[\"speedup\"]:.2f} {r[\"tau_gptq\"]:.2f}")' "$pipeline/report.json")
+print("%.2f %.2f" % (r["speedup"], r["tau_gptq"]))' "$pipeline/report.json")
 drafter_flags=(--drafter "$pipeline/drafter-gptq")
 if awk -v speedup="$speedup" 'BEGIN { exit !(speedup >= 1) }'; then
   echo "== the pair decodes ${speedup}x as fast as its target alone on held-out prompts (tau $tau)"

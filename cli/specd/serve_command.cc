@@ -29,7 +29,9 @@
 #include "absl/time/time.h"
 #include "cli/specd/commands.h"
 #include "cli/specd/cpu_kernel_options.h"
+#include "common/engine/drafter_factory.h"
 #include "common/engine/in_process_ports.h"
+#include "common/engine/suffix_drafter.h"
 #include "common/io/qwen35_checkpoint_config.h"
 #include "common/metrics/http_endpoint.h"
 #include "common/model/dflash_drafter.h"
@@ -44,6 +46,7 @@
 #include "nlohmann/json.hpp"
 #include "services/drafter/drafter_grpc.h"
 #include "services/drafter/drafter_handler.h"
+#include "services/drafter/in_process_drafter.h"
 #include "services/openai/openai_server.h"
 #include "services/orchestrator/generation_grpc.h"
 #include "services/orchestrator/generation_handler.h"
@@ -154,6 +157,7 @@ struct Role {
   std::unique_ptr<engine::CachePool> cache_pool;  // before the sessions' owners: outlives them
   std::shared_ptr<verifier::VerifierHandler> verifier;
   std::shared_ptr<drafter::DrafterHandler> drafter;
+  std::shared_ptr<drafter::InProcessDrafter> model_free_drafter;  // --role all --drafter suffix
   std::unique_ptr<orchestrator::BackendPool>
       backends;  // the orchestrator's verifier + drafter pairs
   std::unique_ptr<orchestrator::GenerationHandler> generation;
@@ -439,6 +443,11 @@ absl::Status BuildRole(const ServeFlags& flags, prometheus::Registry& registry, 
         !ok.ok()) {
       return ok;
     }
+    if (flags.drafter == engine::kSuffixDrafter) {
+      return absl::InvalidArgumentError(
+          "the suffix drafter reads the token ids a verifier commits, which only the "
+          "orchestrator's process has: serve it with --role all");
+    }
     return AddDrafter(flags, flags.target, registry, role);
   }
   if (name == "orchestrator") {
@@ -469,18 +478,28 @@ absl::Status BuildRole(const ServeFlags& flags, prometheus::Registry& registry, 
   if (name == "all") {
     if (absl::Status ok = RequireFlags({{"--model", &flags.model}}, name); !ok.ok()) return ok;
     if (absl::Status ok = AddVerifier(flags, registry, role); !ok.ok()) return ok;
-    if (!flags.drafter.empty()) {
+    if (flags.drafter == engine::kSuffixDrafter) {
+      role.model_free_drafter = std::make_shared<drafter::InProcessDrafter>(
+          std::make_unique<engine::SuffixDrafter>(engine::kDefaultModelFreeBlockSize),
+          flags.drafter, role.target->config());
+    } else if (!flags.drafter.empty()) {
       if (absl::Status ok = AddDrafter(flags, flags.model, registry, role); !ok.ok()) return ok;
     }
+    const engine::Drafter* drafter = role.model_free_drafter != nullptr
+                                         ? &role.model_free_drafter->drafter()
+                                     : role.drafter != nullptr ? &role.drafter->drafter()
+                                                               : nullptr;
     const std::string tokenizer =
         text::Tokenizer::FileFor(flags.model, flags.tokenizer).value_or("").string();
     absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> pair =
         orchestrator::BackendPool::Fixed(
             {.host = "in-process",
              .verifier = role.verifier,
-             .drafter = role.drafter,
+             .drafter = role.model_free_drafter != nullptr
+                            ? std::shared_ptr<drafter::DrafterApi>(role.model_free_drafter)
+                            : role.drafter,
              .in_process = std::make_shared<engine::InProcessPair>(
-                 *role.target, role.drafter == nullptr ? nullptr : &role.drafter->drafter(),
+                 *role.target, drafter,
                  engine::PairOptions{.target_batching = BatchingOf(flags, registry, "verifier"),
                                      .draft_batching = BatchingOf(flags, registry, "drafter"),
                                      .cache_pool = role.cache_pool.get()})},
@@ -668,7 +687,9 @@ void AddServeCommand(CLI::App& app) {
       ->add_option("--session-idle-timeout", flags->session_idle_timeout_s,
                    "verifier, drafter: seconds before an untouched session is dropped")
       ->capture_default_str();
-  serve->add_option("--drafter", flags->drafter, "drafter, all: the DFlash drafter directory");
+  serve->add_option("--drafter", flags->drafter,
+                    "drafter, all: the DFlash drafter directory; all: or \"suffix\" (model-free, "
+                    "drafting from the text's own earlier continuations)");
   serve->add_option("--target", flags->target,
                     "drafter: the target checkpoint (only its embedding and head are read)");
   serve
