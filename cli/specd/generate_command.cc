@@ -214,8 +214,9 @@ void AddGenerateCommand(CLI::App& app) {
   CLI::Option* drafter = command->add_option(
       "--drafter", flags->drafter,
       "Decode speculatively with this DFlash drafter checkpoint directory, \"suffix\" (the "
-      "text's own earlier continuations) or \"oracle\" (the target's own greedy continuation); "
-      "json adds acceptance_lengths and tau");
+      "text's own earlier continuations), \"suffix+DIR\" (both, the one expected to be accepted "
+      "longer each step) or \"oracle\" (the target's own greedy continuation); json adds "
+      "acceptance_lengths and tau");
   command
       ->add_option("--block-size", flags->block_size,
                    "Tokens per verify block with --drafter (default: the drafter's)")

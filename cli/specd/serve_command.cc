@@ -29,6 +29,7 @@
 #include "absl/time/time.h"
 #include "cli/specd/commands.h"
 #include "cli/specd/cpu_kernel_options.h"
+#include "common/engine/combined_drafter.h"
 #include "common/engine/drafter_factory.h"
 #include "common/engine/in_process_ports.h"
 #include "common/engine/suffix_drafter.h"
@@ -158,6 +159,7 @@ struct Role {
   std::shared_ptr<verifier::VerifierHandler> verifier;
   std::shared_ptr<drafter::DrafterHandler> drafter;
   std::shared_ptr<drafter::InProcessDrafter> model_free_drafter;  // --role all --drafter suffix
+  std::unique_ptr<engine::CombinedDrafter> combined_drafter;      // --role all --drafter suffix+DIR
   std::unique_ptr<orchestrator::BackendPool>
       backends;  // the orchestrator's verifier + drafter pairs
   std::unique_ptr<orchestrator::GenerationHandler> generation;
@@ -284,10 +286,10 @@ absl::Status AddVerifier(const ServeFlags& flags, prometheus::Registry& registry
 
 // The drafter drafts through the target's embedding and head: in process, the verifier's own
 // tensors; on its own, the two tensors read from the target checkpoint.
-absl::Status AddDrafter(const ServeFlags& flags, const std::string& target_dir,
-                        prometheus::Registry& registry, Role& role) {
+absl::Status AddDrafter(const ServeFlags& flags, const std::string& drafter_dir,
+                        const std::string& target_dir, prometheus::Registry& registry, Role& role) {
   absl::StatusOr<model::DFlashDrafter> drafter =
-      model::DFlashDrafter::Load(flags.drafter, flags.model_options);
+      model::DFlashDrafter::Load(drafter_dir, flags.model_options);
   if (!drafter.ok()) return drafter.status();
   absl::StatusOr<engine::CachePool*> pool = CachePoolOf(flags, registry, role);
   if (!pool.ok()) return pool.status();
@@ -303,8 +305,8 @@ absl::Status AddDrafter(const ServeFlags& flags, const std::string& target_dir,
   absl::StatusOr<std::unique_ptr<drafter::DrafterHandler>> handler =
       drafter::DrafterHandler::Create(
           *std::move(drafter), *std::move(head), target_config->text,
-          {.model_name = flags.drafter,
-           .quantization = QuantizationOf(flags.drafter),
+          {.model_name = drafter_dir,
+           .quantization = QuantizationOf(drafter_dir),
            .default_window = flags.window,
            .max_sessions = flags.max_sessions,
            .session_idle_timeout = Seconds(flags.session_idle_timeout_s),
@@ -443,12 +445,13 @@ absl::Status BuildRole(const ServeFlags& flags, prometheus::Registry& registry, 
         !ok.ok()) {
       return ok;
     }
-    if (flags.drafter == engine::kSuffixDrafter) {
+    if (flags.drafter == engine::kSuffixDrafter ||
+        flags.drafter.starts_with(engine::kCombinedDrafterPrefix)) {
       return absl::InvalidArgumentError(
           "the suffix drafter reads the token ids a verifier commits, which only the "
           "orchestrator's process has: serve it with --role all");
     }
-    return AddDrafter(flags, flags.target, registry, role);
+    return AddDrafter(flags, flags.drafter, flags.target, registry, role);
   }
   if (name == "orchestrator") {
     if (flags.verifier_addr.empty() == flags.pairs.empty()) {
@@ -482,13 +485,26 @@ absl::Status BuildRole(const ServeFlags& flags, prometheus::Registry& registry, 
       role.model_free_drafter = std::make_shared<drafter::InProcessDrafter>(
           std::make_unique<engine::SuffixDrafter>(engine::kDefaultModelFreeBlockSize),
           flags.drafter, role.target->config());
+    } else if (flags.drafter.starts_with(engine::kCombinedDrafterPrefix)) {
+      const std::string dflash =
+          flags.drafter.substr(std::string_view(engine::kCombinedDrafterPrefix).size());
+      if (absl::Status ok = AddDrafter(flags, dflash, flags.model, registry, role); !ok.ok())
+        return ok;
+      role.combined_drafter = std::make_unique<engine::CombinedDrafter>(role.drafter->drafter());
     } else if (!flags.drafter.empty()) {
-      if (absl::Status ok = AddDrafter(flags, flags.model, registry, role); !ok.ok()) return ok;
+      if (absl::Status ok = AddDrafter(flags, flags.drafter, flags.model, registry, role);
+          !ok.ok()) {
+        return ok;
+      }
     }
-    const engine::Drafter* drafter = role.model_free_drafter != nullptr
-                                         ? &role.model_free_drafter->drafter()
-                                     : role.drafter != nullptr ? &role.drafter->drafter()
-                                                               : nullptr;
+    const engine::Drafter* drafter = nullptr;
+    if (role.model_free_drafter != nullptr) {
+      drafter = &role.model_free_drafter->drafter();
+    } else if (role.combined_drafter != nullptr) {
+      drafter = role.combined_drafter.get();
+    } else if (role.drafter != nullptr) {
+      drafter = &role.drafter->drafter();
+    }
     const std::string tokenizer =
         text::Tokenizer::FileFor(flags.model, flags.tokenizer).value_or("").string();
     absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> pair =
@@ -689,7 +705,8 @@ void AddServeCommand(CLI::App& app) {
       ->capture_default_str();
   serve->add_option("--drafter", flags->drafter,
                     "drafter, all: the DFlash drafter directory; all: or \"suffix\" (model-free, "
-                    "drafting from the text's own earlier continuations)");
+                    "drafting from the text's own earlier continuations), or \"suffix+DIR\" "
+                    "(both, the one expected to be accepted longer each step)");
   serve->add_option("--target", flags->target,
                     "drafter: the target checkpoint (only its embedding and head are read)");
   serve

@@ -156,8 +156,8 @@ void AddSpecBench(CLI::App& bench) {
   command
       ->add_option("--drafter", flags->drafter,
                    "A DFlash drafter checkpoint directory, \"suffix\" (the text's own earlier "
-                   "continuations) or \"oracle\" (the target's own greedy continuation: the "
-                   "ceiling τ = block size)")
+                   "continuations), \"suffix+DIR\" (both, step by step) or \"oracle\" (the "
+                   "target's own greedy continuation: the ceiling τ = block size)")
       ->required();
   command
       ->add_option("--block-size", flags->block_size,

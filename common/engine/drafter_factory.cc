@@ -1,7 +1,9 @@
 #include "common/engine/drafter_factory.h"
 
+#include <string_view>
 #include <utility>
 
+#include "common/engine/combined_drafter.h"
 #include "common/engine/dflash_block_drafter.h"
 #include "common/engine/oracle_drafter.h"
 #include "common/engine/suffix_drafter.h"
@@ -16,6 +18,12 @@ absl::StatusOr<std::unique_ptr<Drafter>> OpenDrafter(const std::string& source,
       model_free_block_size > 0 ? model_free_block_size : kDefaultModelFreeBlockSize;
   if (source == kOracleDrafter) return std::make_unique<OracleDrafter>(target, block_size);
   if (source == kSuffixDrafter) return std::make_unique<SuffixDrafter>(block_size);
+  if (source.starts_with(kCombinedDrafterPrefix)) {
+    absl::StatusOr<std::unique_ptr<Drafter>> model = OpenDrafter(
+        source.substr(std::string_view(kCombinedDrafterPrefix).size()), target, block_size);
+    if (!model.ok()) return model.status();
+    return std::make_unique<CombinedDrafter>(*std::move(model));
+  }
   absl::StatusOr<model::DFlashDrafter> drafter =
       model::DFlashDrafter::Load(source, target.options());
   if (!drafter.ok()) return drafter.status();

@@ -1,7 +1,7 @@
 #pragma once
 // The drafter a command line names: "oracle" (the target's own greedy continuation), "suffix"
-// (the sequence's own earlier continuations, suffix_drafter.h), or the directory of a DFlash
-// drafter checkpoint.
+// (the sequence's own earlier continuations, suffix_drafter.h), the directory of a DFlash
+// drafter checkpoint, or "suffix+" and that directory (the two combined, combined_drafter.h).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -14,6 +14,7 @@ namespace specd::engine {
 
 inline constexpr char kOracleDrafter[] = "oracle";
 inline constexpr char kSuffixDrafter[] = "suffix";
+inline constexpr char kCombinedDrafterPrefix[] = "suffix+";
 // The oracle's and the suffix drafter's block size when none is given: the released DFlash
 // drafters' (research/dflash.md §2.1).
 inline constexpr int64_t kDefaultModelFreeBlockSize = 16;

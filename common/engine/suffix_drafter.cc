@@ -1,6 +1,7 @@
 #include "common/engine/suffix_drafter.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace specd::engine {
 namespace {
@@ -80,24 +81,34 @@ void SuffixTrie::Append(int64_t token) {
 
 DraftProposal SuffixTrie::Continue(int64_t anchor, int64_t count, int64_t max_match,
                                    double min_confidence) const {
-  DraftProposal proposal;
+  DraftProposal best;
+  double best_expected = 0;
   // The anchor is not indexed, so a node for a suffix ending in it is an earlier occurrence.
-  int32_t match = -1;
-  for (int64_t k = std::min<int64_t>(static_cast<int64_t>(suffixes_.size()), max_match) - 1;
-       k >= 0 && match < 0; --k) {
-    const int32_t node = Child(suffixes_[k], anchor);
-    if (node >= 0 && nodes_[node].best_child >= 0) match = node;
+  // Longest matches first: a shorter one must be expected to be accepted longer to win.
+  for (int64_t k = std::min<int64_t>(static_cast<int64_t>(suffixes_.size()), max_match); k >= 1;
+       --k) {
+    int32_t node = Child(suffixes_[k - 1], anchor);
+    if (node < 0) continue;
+    DraftProposal proposal;
+    double expected = 0, all_accepted = 1;
+    // No more tokens than the match is long: a short match predicts little.
+    while (static_cast<int64_t>(proposal.tokens.size()) < std::min(count, k)) {
+      const int32_t next = nodes_[node].best_child;
+      if (next < 0) break;
+      const double confidence = static_cast<double>(nodes_[next].count) / nodes_[node].count;
+      if (confidence < min_confidence) break;
+      proposal.tokens.push_back(nodes_[next].token);
+      proposal.confidence.push_back(static_cast<float>(confidence));
+      all_accepted *= confidence;
+      expected += all_accepted;
+      node = next;
+    }
+    if (expected > best_expected) {
+      best = std::move(proposal);
+      best_expected = expected;
+    }
   }
-  for (int32_t node = match; node >= 0 && static_cast<int64_t>(proposal.tokens.size()) < count;) {
-    const int32_t next = nodes_[node].best_child;
-    if (next < 0) break;
-    const double confidence = static_cast<double>(nodes_[next].count) / nodes_[node].count;
-    if (confidence < min_confidence) break;
-    proposal.tokens.push_back(nodes_[next].token);
-    proposal.confidence.push_back(static_cast<float>(confidence));
-    node = next;
-  }
-  return proposal;
+  return best;
 }
 
 SuffixDrafter::SuffixDrafter(int64_t block_size) : block_size_(block_size) {}

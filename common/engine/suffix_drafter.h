@@ -2,10 +2,11 @@
 // A model-free drafter (suffix decoding; arctic-inference's suffix trees are the reference idea):
 // it proposes how the sequence went on after earlier occurrences of its own end, in the prompt or
 // in the generated text. Each session indexes every substring of its sequence, up to a depth, in
-// a trie that counts occurrences; a proposal takes the longest suffix ending in the anchor that
-// occurred before and follows its most frequent continuation, each token's confidence the share
-// of occurrences that went on that way. It runs no forward and reads no hidden states: it wins
-// where text repeats (code, templates, repetitive prompts) and proposes nothing where it does not.
+// a trie that counts occurrences; a proposal follows the most frequent continuation of an earlier
+// occurrence of the sequence's end (SuffixTrie::Continue says which), each token's confidence the
+// share of occurrences that went on that way. It runs no forward and reads no hidden states: it
+// wins where text repeats (code, templates, repetitive prompts) and proposes nothing where it does
+// not.
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -24,9 +25,10 @@ class SuffixTrie {
   // Indexes the substrings that end at `token`, appended to the sequence.
   void Append(int64_t token);
 
-  // Up to `count` tokens after `anchor` (which follows the sequence but is not in it): the most
-  // frequent continuation of the longest suffix of sequence + anchor, at most `max_match` tokens,
-  // that occurred before and went on. Stops before a token whose confidence is below
+  // Up to `count` tokens after `anchor` (which follows the sequence but is not in it): of the
+  // suffixes of sequence + anchor, at most `max_match` tokens, that occurred before, the one
+  // whose most frequent continuation, at most as long as the match, is expected to be accepted
+  // longest (the longer match on a tie). Stops before a token whose confidence is below
   // `min_confidence`, and where the index ends. Empty when nothing matches.
   DraftProposal Continue(int64_t anchor, int64_t count, int64_t max_match,
                          double min_confidence) const;

@@ -213,24 +213,29 @@ TEST(SpecdServeTest, DistributedEmbeddedAndLocalGenerationGiveTheSameIds) {
   }
 }
 
-// The suffix drafter is served in process, lossless, and drafts once the output repeats itself
-// (the fixture falls into one token after ~45); a drafter role cannot serve it.
+// The suffix drafter, alone or with the DFlash drafter, is served in process, lossless, and
+// drafts once the output repeats itself (the fixture falls into one token after ~45); a drafter
+// role cannot serve it.
 TEST(SpecdServeTest, TheEmbeddedDefaultServesTheSuffixDrafterLosslessly) {
-  std::unique_ptr<ServerProcess> all =
-      Serve({"--role", "all", "--model", Target(), "--drafter", "suffix"});
-  ASSERT_NE(all, nullptr);
   const std::vector<std::string> request = {"--ids", "5,17,42,99,7,256,3,18", "--max-new-tokens",
                                             "80", "--ignore-eos"};
-  std::vector<std::string> served = {"generate", "--temperature", "0", "--stream", "--json"};
-  served.insert(served.end(), request.begin(), request.end());
   std::vector<std::string> local = {SPECD_BINARY, "generate", "--model",
                                     Target(),     "--format", "json"};
   local.insert(local.end(), request.begin(), request.end());
-  EXPECT_EQ(GeneratedIds(Specctl(all->address(), served)), GeneratedIds(RunProcess(local)));
-  EXPECT_GT(
-      Sample(Metrics(*all),
-             "specd_spec_decode_num_accepted_tokens_total\\{model=\"specd\",regime=\"short\"\\}"),
-      0);
+  const std::vector<int64_t> target_only = GeneratedIds(RunProcess(local));
+  for (const std::string& drafter : {std::string("suffix"), "suffix+" + Drafter()}) {
+    std::unique_ptr<ServerProcess> all =
+        Serve({"--role", "all", "--model", Target(), "--drafter", drafter});
+    ASSERT_NE(all, nullptr) << drafter;
+    std::vector<std::string> served = {"generate", "--temperature", "0", "--stream", "--json"};
+    served.insert(served.end(), request.begin(), request.end());
+    EXPECT_EQ(GeneratedIds(Specctl(all->address(), served)), target_only) << drafter;
+    EXPECT_GT(Sample(Metrics(*all),
+                     "specd_spec_decode_num_accepted_tokens_total\\{model=\"specd\","
+                     "regime=\"short\"\\}"),
+              0)
+        << drafter;
+  }
 
   const ProcessResult drafter_role =
       RunProcess({SPECD_BINARY, "serve", "--role", "drafter", "--drafter", "suffix", "--target",
