@@ -1,5 +1,6 @@
 #include "common/engine/combined_drafter.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 
@@ -24,7 +25,7 @@ class CombinedDraftSession final : public DraftSession {
 
   absl::Status Append(const CommittedContext& context) override {
     if (absl::Status appended = model_->Append(context); !appended.ok()) return appended;
-    return AppendToSuffix({&context, 1});
+    return suffix_->Append(context);
   }
 
   absl::StatusOr<DraftProposal> Propose(int64_t anchor, int64_t count, const DraftOptions& options,
@@ -40,6 +41,7 @@ class CombinedDraftSession final : public DraftSession {
   // after calibration.
   absl::StatusOr<DraftProposal> Choose(DraftProposal model, int64_t anchor, int64_t count,
                                        const DraftOptions& options, bool report_confidence) {
+    Settle();
     absl::StatusOr<DraftProposal> suffix = suffix_->Propose(anchor, count, options, true);
     if (!suffix.ok()) return suffix;
     const double model_expected = ExpectedAcceptedLength(model.confidence);
@@ -49,17 +51,15 @@ class CombinedDraftSession final : public DraftSession {
     DraftProposal chosen = take_suffix ? *std::move(suffix) : std::move(model);
     pending_ = {.source = take_suffix ? kSuffix : kModel,
                 .first_position = length() + 1,
-                .tokens = chosen.tokens,
+                .length = static_cast<int64_t>(chosen.tokens.size()),
                 .expected = take_suffix ? suffix_expected : model_expected};
     if (!report_confidence) chosen.confidence.clear();
     return chosen;
   }
 
-  // The suffix index takes in what the model's batched call took in, and the pending proposal
-  // learns how much of it was accepted.
+  // The suffix index takes in what the model's batched call took in.
   absl::Status AppendToSuffix(std::span<const CommittedContext> context) {
     for (const CommittedContext& part : context) {
-      Settle(part);
       if (absl::Status appended = suffix_->Append(part); !appended.ok()) return appended;
     }
     return absl::OkStatus();
@@ -70,25 +70,18 @@ class CombinedDraftSession final : public DraftSession {
   struct Pending {
     Source source = kModel;
     int64_t first_position = 0;  // of its first token
-    std::vector<int64_t> tokens;
+    int64_t length = 0;
     double expected = 0;
   };
 
-  // Counts the pending proposal's tokens that `context` committed, once it reaches past them or
-  // past the first one it got wrong.
-  void Settle(const CommittedContext& context) {
+  // Credits the previous proposal with the tokens of it the target committed: verification
+  // commits the accepted prefix, and the token after it is the next anchor, at length().
+  void Settle() {
     if (!pending_.has_value()) return;
-    const int64_t end = context.begin + static_cast<int64_t>(context.ids.size());
-    int64_t accepted = 0;
-    for (; accepted < static_cast<int64_t>(pending_->tokens.size()); ++accepted) {
-      const int64_t position = pending_->first_position + accepted;
-      if (position < context.begin) return;  // not this part's
-      if (position >= end) return;           // not committed yet
-      if (context.ids[position - context.begin] != pending_->tokens[accepted]) break;
-    }
-    Calibration& calibration = calibration_[pending_->source];
-    calibration.expected += pending_->expected;
-    calibration.accepted += static_cast<double>(accepted);
+    const int64_t accepted =
+        std::clamp<int64_t>(length() - pending_->first_position, 0, pending_->length);
+    calibration_[pending_->source].expected += pending_->expected;
+    calibration_[pending_->source].accepted += static_cast<double>(accepted);
     pending_.reset();
   }
 

@@ -1,5 +1,5 @@
 // The combined drafter proposes, step by step, what its model or the suffix drafter is expected
-// to have accepted longer; batched or one by one it proposes the same; and its output is
+// to have accepted longer, and does at least as well as the better of the two; its output is
 // exactly target-only.
 #include "common/engine/combined_drafter.h"
 
@@ -73,9 +73,9 @@ TEST_F(CombinedDrafterWithTargetTest, GreedyOutputIsTargetOnlysAndRepetitionGoes
   ASSERT_TRUE(combined.acceptance.has_value());
   const GenerationResult suffix = testing::Speculative(*target_, SuffixDrafter(8), request);
   ASSERT_TRUE(alone.acceptance.has_value() && suffix.acceptance.has_value());
-  // Measured: τ 1.01 alone, 2.02 suffix, 1.98 combined.
-  EXPECT_GT(combined.acceptance->tau(), alone.acceptance->tau());
-  EXPECT_GT(combined.acceptance->tau(), 0.9 * suffix.acceptance->tau());
+  // At least the better of the two (measured: τ 1.01 alone, 2.02 suffix, 2.05 combined).
+  EXPECT_GE(combined.acceptance->tau(), alone.acceptance->tau());
+  EXPECT_GE(combined.acceptance->tau(), suffix.acceptance->tau());
 }
 
 }  // namespace
