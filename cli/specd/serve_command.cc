@@ -320,6 +320,33 @@ absl::Status AddDrafter(const ServeFlags& flags, const std::string& drafter_dir,
   return absl::OkStatus();
 }
 
+// The drafter of an in-process pair (--role all), and what describes it to the orchestrator.
+struct PairDrafter {
+  const engine::Drafter* drafter = nullptr;  // null: target-only
+  std::shared_ptr<drafter::DrafterApi> api;
+};
+
+// --drafter DIR: the DFlash drafter (also served as a DrafterService); "suffix": the suffix
+// drafter, in process only; "suffix+DIR": both, combined step by step.
+absl::StatusOr<PairDrafter> AddPairDrafter(const ServeFlags& flags, prometheus::Registry& registry,
+                                           Role& role) {
+  if (flags.drafter.empty()) return PairDrafter{};
+  if (flags.drafter == engine::kSuffixDrafter) {
+    role.model_free_drafter = std::make_shared<drafter::InProcessDrafter>(
+        std::make_unique<engine::SuffixDrafter>(engine::kDefaultModelFreeBlockSize), flags.drafter,
+        role.target->config());
+    return PairDrafter{&role.model_free_drafter->drafter(), role.model_free_drafter};
+  }
+  const bool combined = flags.drafter.starts_with(engine::kCombinedDrafterPrefix);
+  const std::string dflash =
+      combined ? flags.drafter.substr(std::string_view(engine::kCombinedDrafterPrefix).size())
+               : flags.drafter;
+  if (absl::Status ok = AddDrafter(flags, dflash, flags.model, registry, role); !ok.ok()) return ok;
+  if (!combined) return PairDrafter{&role.drafter->drafter(), role.drafter};
+  role.combined_drafter = std::make_unique<engine::CombinedDrafter>(role.drafter->drafter());
+  return PairDrafter{role.combined_drafter.get(), role.drafter};
+}
+
 // How the orchestrator reaches its pairs: plain text or TLS, and the name their certificates
 // must carry (empty: the host connected to).
 struct PairChannels {
@@ -481,41 +508,17 @@ absl::Status BuildRole(const ServeFlags& flags, prometheus::Registry& registry, 
   if (name == "all") {
     if (absl::Status ok = RequireFlags({{"--model", &flags.model}}, name); !ok.ok()) return ok;
     if (absl::Status ok = AddVerifier(flags, registry, role); !ok.ok()) return ok;
-    if (flags.drafter == engine::kSuffixDrafter) {
-      role.model_free_drafter = std::make_shared<drafter::InProcessDrafter>(
-          std::make_unique<engine::SuffixDrafter>(engine::kDefaultModelFreeBlockSize),
-          flags.drafter, role.target->config());
-    } else if (flags.drafter.starts_with(engine::kCombinedDrafterPrefix)) {
-      const std::string dflash =
-          flags.drafter.substr(std::string_view(engine::kCombinedDrafterPrefix).size());
-      if (absl::Status ok = AddDrafter(flags, dflash, flags.model, registry, role); !ok.ok())
-        return ok;
-      role.combined_drafter = std::make_unique<engine::CombinedDrafter>(role.drafter->drafter());
-    } else if (!flags.drafter.empty()) {
-      if (absl::Status ok = AddDrafter(flags, flags.drafter, flags.model, registry, role);
-          !ok.ok()) {
-        return ok;
-      }
-    }
-    const engine::Drafter* drafter = nullptr;
-    if (role.model_free_drafter != nullptr) {
-      drafter = &role.model_free_drafter->drafter();
-    } else if (role.combined_drafter != nullptr) {
-      drafter = role.combined_drafter.get();
-    } else if (role.drafter != nullptr) {
-      drafter = &role.drafter->drafter();
-    }
+    absl::StatusOr<PairDrafter> drafter = AddPairDrafter(flags, registry, role);
+    if (!drafter.ok()) return drafter.status();
     const std::string tokenizer =
         text::Tokenizer::FileFor(flags.model, flags.tokenizer).value_or("").string();
     absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> pair =
         orchestrator::BackendPool::Fixed(
             {.host = "in-process",
              .verifier = role.verifier,
-             .drafter = role.model_free_drafter != nullptr
-                            ? std::shared_ptr<drafter::DrafterApi>(role.model_free_drafter)
-                            : role.drafter,
+             .drafter = drafter->api,
              .in_process = std::make_shared<engine::InProcessPair>(
-                 *role.target, drafter,
+                 *role.target, drafter->drafter,
                  engine::PairOptions{.target_batching = BatchingOf(flags, registry, "verifier"),
                                      .draft_batching = BatchingOf(flags, registry, "drafter"),
                                      .cache_pool = role.cache_pool.get()})},
