@@ -89,8 +89,8 @@ absl::Status Detokenize(const DetokenizeFlags& flags) {
   if (!list.ok()) return list.status();
   absl::StatusOr<std::vector<text::TokenId>> ids = ParseIds(*list);
   if (!ids.ok()) return ids.status();
-  absl::StatusOr<std::string> decoded =
-      tokenizer->Decode(*ids, {.skip_special_tokens = flags.skip_special_tokens});
+  absl::StatusOr<std::string> decoded = tokenizer->Decode(
+      *ids, {.skip_special_tokens = flags.skip_special_tokens, .skip_unknown_ids = false});
   if (!decoded.ok()) return decoded.status();
   std::cout << *decoded << "\n";
   return absl::OkStatus();

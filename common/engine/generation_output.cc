@@ -13,8 +13,10 @@ using base::MillisecondsSince;
 GenerationOutput::GenerationOutput(const text::Tokenizer* tokenizer, const StopConfig& stop)
     : start_(Clock::now()), stop_(stop) {
   if (tokenizer != nullptr) {
+    // The model's padded embedding rows are its to sample; they stand for no text.
     detokenizer_.emplace(*tokenizer,
-                         text::DecodeOptions{.skip_special_tokens = stop.skip_special_tokens});
+                         text::DecodeOptions{.skip_special_tokens = stop.skip_special_tokens,
+                                             .skip_unknown_ids = true});
   }
 }
 

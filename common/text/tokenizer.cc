@@ -112,6 +112,7 @@ absl::Status Tokenizer::EncodeSegment(std::string_view segment, BpeModel::Worksp
 absl::Status Tokenizer::AppendTokenBytes(TokenId id, const DecodeOptions& options,
                                          std::string& bytes) const {
   if (!vocabulary_.Contains(id)) {
+    if (options.skip_unknown_ids && id >= 0) return absl::OkStatus();
     return absl::InvalidArgumentError(
         absl::StrCat("token id ", id, " is not in the vocabulary (size ", vocab_size(), ")"));
   }

@@ -24,6 +24,10 @@ namespace specd::text {
 
 struct DecodeOptions {
   bool skip_special_tokens = false;  // drop added tokens marked special (<|im_end|>, ...)
+  // Decode an id the tokenizer lacks to nothing, as transformers does, instead of failing: a
+  // model has more embedding rows than its tokenizer has tokens (Qwen3: 151,936 against
+  // 151,669), and may sample one. A negative id fails all the same.
+  bool skip_unknown_ids = false;
 };
 
 class Tokenizer {

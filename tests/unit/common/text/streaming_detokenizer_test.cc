@@ -53,9 +53,22 @@ TEST(StreamingDetokenizerTest, FlushTurnsAnUnfinishedCharacterIntoAReplacementCh
 
 TEST(StreamingDetokenizerTest, SkipsSpecialTokensWhenAskedTo) {
   const Tokenizer& tokenizer = Qwen3Tokenizer();
-  StreamingDetokenizer stream(tokenizer, {.skip_special_tokens = true});
+  StreamingDetokenizer stream(tokenizer, {.skip_special_tokens = true, .skip_unknown_ids = false});
   EXPECT_EQ(*stream.Push(*tokenizer.TokenToId("<|im_end|>")), "");
   EXPECT_EQ(*stream.Push(*tokenizer.TokenToId("<think>")), "<think>");
+}
+
+// A model's padded embedding rows (Qwen3.5: 151,936 for 151,669 tokens) are its to sample: a
+// generation's detokenizer decodes them to nothing, as transformers does.
+TEST(StreamingDetokenizerTest, CanDecodeAnIdPastTheTokenizersTokensToNothing) {
+  const Tokenizer& tokenizer = Qwen3Tokenizer();
+  const std::vector<TokenId> ids = *tokenizer.Encode("Hi there");
+  ASSERT_EQ(ids.size(), 2u);
+  StreamingDetokenizer stream(tokenizer, {.skip_special_tokens = false, .skip_unknown_ids = true});
+  std::string text;
+  for (const TokenId id : {ids[0], TokenId{151'935}, ids[1]}) text += *stream.Push(id);
+  EXPECT_EQ(text, "Hi there");
+  EXPECT_EQ(stream.Push(-5).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(StreamingDetokenizerTest, RejectsAnUnknownIdAndCarriesOn) {
