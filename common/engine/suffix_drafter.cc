@@ -59,24 +59,22 @@ int32_t SuffixTrie::Child(int32_t node, int64_t token) const {
 }
 
 void SuffixTrie::Append(int64_t token) {
-  std::vector<int32_t> next = {0};
-  next.reserve(std::min<size_t>(suffixes_.size() + 1, depth_ + 1));
-  for (const int32_t parent : suffixes_) {
-    if (nodes_[parent].depth >= depth_) break;
+  // suffixes_[k] stands for k tokens: those below the depth grow by `token` into next_[k + 1].
+  next_.assign(1, 0);
+  const size_t growing = std::min<size_t>(suffixes_.size(), depth_);
+  for (size_t k = 0; k < growing; ++k) {
+    const int32_t parent = suffixes_[k];
     auto [edge, added] = edges_.try_emplace(Key(parent, token), nodes_.size());
     if (added) {
-      nodes_.push_back({.count = 0,
-                        .token = static_cast<int32_t>(token),
-                        .depth = nodes_[parent].depth + 1,
-                        .best_child = -1});
+      nodes_.push_back({.count = 0, .token = static_cast<int32_t>(token), .best_child = -1});
     }
     const int32_t child = edge->second;
     ++nodes_[child].count;
     int32_t& best = nodes_[parent].best_child;
     if (best < 0 || nodes_[child].count >= nodes_[best].count) best = child;
-    next.push_back(child);
+    next_.push_back(child);
   }
-  suffixes_ = std::move(next);
+  suffixes_.swap(next_);  // the old suffixes become next time's buffer
 }
 
 DraftProposal SuffixTrie::Continue(int64_t anchor, int64_t count, int64_t max_match,
@@ -125,7 +123,7 @@ absl::StatusOr<std::unique_ptr<DraftSession>> SuffixDrafter::OpenSession(int64_t
 }
 
 model::CacheFootprint SuffixDrafter::SessionFootprint() const {
-  // A node (16 bytes), its edge in the hash map (12 bytes and slack) and a token of the sequence.
+  // A node (12 bytes), its edge in the hash map (12 bytes and slack) and a token of the sequence.
   return {.fixed_bytes = 0, .bytes_per_token = TrieDepth(block_size_) * 32 + 8};
 }
 

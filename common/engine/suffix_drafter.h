@@ -40,7 +40,6 @@ class SuffixTrie {
   struct Node {
     int32_t count = 0;        // occurrences of the substring it stands for
     int32_t token = 0;        // the substring's last token
-    int32_t depth = 0;        // the substring's length
     int32_t best_child = -1;  // its most frequent continuation (the latest of equals); -1: none
   };
   static uint64_t Key(int32_t node, int64_t token);
@@ -50,6 +49,7 @@ class SuffixTrie {
   std::vector<Node> nodes_;                       // [0] is the root, the empty substring
   absl::flat_hash_map<uint64_t, int32_t> edges_;  // Key(parent, token) → child
   std::vector<int32_t> suffixes_;                 // [k]: the node of the sequence's last k tokens
+  std::vector<int32_t> next_;                     // Append's buffer for the next suffixes_
 };
 
 class SuffixDrafter final : public Drafter {
