@@ -36,9 +36,10 @@ echo
 echo "== specd generate --drafter (the W4A16 fixture verifying its DFlash drafter: the same ids, with tau)"
 "$specd" generate --model "$fixtures/qwen35-tiny-a-w4a16" --drafter "$fixtures/dflash-tiny-a" \
   --ids 5,17,42,99,7,256,3,18 --max-new-tokens 24 --ignore-eos --format json
-echo "== specd generate --drafter oracle (the ceiling: every draft accepted)"
+echo "== specd generate --drafter oracle (the ceiling: every draft accepted; unguarded, as the oracle's"
+echo "   drafts cost target forwards and the speculation guard would stop drafting)"
 "$specd" generate --model "$fixtures/qwen35-tiny-a-w4a16" --drafter oracle --block-size 8 \
-  --ids 5,17,42,99,7,256,3,18 --max-new-tokens 24 --ignore-eos --format json
+  --no-speculation-guard --ids 5,17,42,99,7,256,3,18 --max-new-tokens 24 --ignore-eos --format json
 echo "== the same target alone"
 "$specd" generate --model "$fixtures/qwen35-tiny-a-w4a16" --ids 5,17,42,99,7,256,3,18 \
   --max-new-tokens 24 --ignore-eos --format json

@@ -22,6 +22,7 @@ struct GenerateFlags {
   std::optional<float> temperature;
   std::optional<uint64_t> seed;
   bool ignore_eos = false;
+  std::optional<uint32_t> block_size;
   bool json = false;
 };
 
@@ -38,6 +39,8 @@ v1::GenerateRequest Request(const GenerateFlags& flags) {
   if (flags.temperature.has_value()) sampling.set_temperature(*flags.temperature);
   if (flags.seed.has_value()) sampling.set_seed(*flags.seed);
   if (flags.ignore_eos) sampling.set_ignore_eos(true);
+  if (flags.block_size.has_value())
+    request.mutable_speculation()->set_block_size(*flags.block_size);
   return request;
 }
 
@@ -98,6 +101,9 @@ void AddGenerateCommand(CLI::App& app, const ClientOptions& options) {
   generate->add_option("--temperature", flags->temperature, "0: greedy (server default: 1)");
   generate->add_option("--seed", flags->seed, "seed of the request's random stream");
   generate->add_flag("--ignore-eos", flags->ignore_eos, "keep going past end-of-sequence");
+  generate->add_option("--block-size", flags->block_size,
+                       "draft blocks of this size every step, anchor included (1: target-only; "
+                       "default: the server's speculation guard chooses)");
   generate->add_flag("--json", flags->json, R"(print {"ids": [...], "text": ...})");
   generate->callback([flags, &options] { Generate(*flags, options); });
 }

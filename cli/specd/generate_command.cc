@@ -40,6 +40,7 @@ struct GenerateFlags {
   std::string drafter;  // empty: target-only
   int64_t block_size = 0;
   int64_t draft_window = 0;
+  bool speculation_guard = true;
   int64_t logprobs = -1;  // -1: none
 };
 
@@ -150,7 +151,8 @@ absl::Status Generate(const GenerateFlags& flags) {
     drafter = *std::move(opened);
     generator = engine::Generator::Speculative(
         *target, *drafter, output_tokenizer,
-        {.block_size = flags.block_size, .window = flags.draft_window, .min_confidence = 0});
+        {.block_size = flags.block_size, .window = flags.draft_window, .min_confidence = 0}, {},
+        flags.speculation_guard);
     if (!generator.ok()) return generator.status();
   }
   absl::StatusOr<engine::GenerationResult> result = generator->Generate(request, stream);
@@ -221,6 +223,11 @@ void AddGenerateCommand(CLI::App& app) {
       ->add_option("--block-size", flags->block_size,
                    "Tokens per verify block with --drafter (default: the drafter's)")
       ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()))
+      ->needs(drafter);
+  command
+      ->add_flag("--speculation-guard,!--no-speculation-guard", flags->speculation_guard,
+                 "With --drafter: pick each step's block (up to --block-size) by measured cost "
+                 "and acceptance, 1 when speculation does not pay (default: on)")
       ->needs(drafter);
   command
       ->add_option(

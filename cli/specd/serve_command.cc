@@ -99,6 +99,7 @@ struct ServeFlags {
   int64_t max_running = 8;
   int64_t max_waiting = 64;
   int64_t block_size = 0;
+  bool speculation_guard = true;
   double call_timeout_s = 60;
   // trainer
   std::string work_root = "runs/trainer";
@@ -451,6 +452,7 @@ absl::Status AddOrchestrator(const ServeFlags& flags, const std::string& tokeniz
            .max_stop_strings = 16,
            .default_block_size = flags.block_size,
            .default_draft_window = flags.window,
+           .speculation_guard = flags.speculation_guard,
            .chat_flavor = text::ChatFlavor::kQwen3_5});
   if (!handler.ok()) return handler.status();
   role.generation = *std::move(handler);
@@ -754,6 +756,10 @@ void AddServeCommand(CLI::App& app) {
       ->add_option("--block-size", flags->block_size,
                    "orchestrator, all: default draft block (0: the drafter's)")
       ->capture_default_str();
+  serve->add_flag("--speculation-guard,!--no-speculation-guard", flags->speculation_guard,
+                  "orchestrator, all: pick each step's block (up to the default) by measured "
+                  "cost and acceptance, 1 when speculation does not pay; a request's "
+                  "speculation.block_size fixes its own (default: on)");
   serve
       ->add_option("--call-timeout", flags->call_timeout_s,
                    "orchestrator: seconds before a verifier or drafter call fails")

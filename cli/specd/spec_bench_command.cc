@@ -1,8 +1,9 @@
 // specd bench spec: speculative decoding against the target alone on the three regimes
 // (short 64 → 128, medium 2048 → 256, long 8192 → 256 prompt → new tokens, scalable), greedy on
 // random prompts: decode tokens/s of both, τ, the speedup, and what a drafting and a verify step
-// cost in target decode steps. With --min-confidence the adaptive draft length runs beside the
-// fixed block. Each measurement is the fastest of a few runs.
+// cost in target decode steps: full blocks, and blocks the speculation guard picks (one guard for
+// every run, as a server keeps one). With --min-confidence the adaptive draft length runs beside
+// them. Each measurement is the fastest of a few runs.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -110,6 +111,9 @@ absl::Status BenchSpec(const SpecBenchFlags& flags) {
   absl::StatusOr<engine::Generator> speculative =
       engine::Generator::Speculative(*target, **drafter, nullptr, options);
   if (!speculative.ok()) return speculative.status();
+  absl::StatusOr<engine::Generator> guarded =
+      engine::Generator::Speculative(*target, **drafter, nullptr, options, {}, /*guarded=*/true);
+  if (!guarded.ok()) return guarded.status();
   options.min_confidence = flags.min_confidence;
   absl::StatusOr<engine::Generator> adaptive =
       engine::Generator::Speculative(*target, **drafter, nullptr, options);
@@ -137,6 +141,9 @@ absl::Status BenchSpec(const SpecBenchFlags& flags) {
                 DecodeTokensPerSecond(*alone), alone->timings.decode_ms_per_token,
                 alone->timings.prefill_ms);
     PrintSpeculative("fixed", *spec, *alone);
+    absl::StatusOr<engine::GenerationResult> chosen = Fastest(*guarded, request, flags.repeats);
+    if (!chosen.ok()) return chosen.status();
+    PrintSpeculative("guarded", *chosen, *alone);
     if (flags.min_confidence > 0) {
       absl::StatusOr<engine::GenerationResult> cut = Fastest(*adaptive, request, flags.repeats);
       if (!cut.ok()) return cut.status();

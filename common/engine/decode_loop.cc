@@ -32,7 +32,8 @@ absl::Status Emit(const EmittedTokens& tokens, GenerationOutput& output, DecodeS
 
 absl::StatusOr<GenerationResult> RunDecodeLoop(TargetPort& target, DraftPort* draft,
                                                const text::Tokenizer* tokenizer,
-                                               const StopConfig& stop, const DecodeHooks& hooks) {
+                                               const StopConfig& stop, const DecodeHooks& hooks,
+                                               SpeculationGuard::Request* guard) {
   const bool speculative = draft != nullptr;
   GenerationOutput output(tokenizer, stop);
   AcceptanceStats stats;
@@ -61,9 +62,15 @@ absl::StatusOr<GenerationResult> RunDecodeLoop(TargetPort& target, DraftPort* dr
     // The step emits at most one token per block position: drafts stop where the output must.
     const int64_t room = stop.max_new_tokens - output.size();
     std::vector<int64_t> drafts;
+    const bool guarded = guard != nullptr && draft != nullptr;
+    const int64_t block = guarded ? guard->Choose(room) : room;
+    if (guarded) step.guard = guard->last();
+    // A guarded step of one token still calls the drafter, for no drafts: it takes in the
+    // context now, and its batcher, which waits for every member, does not wait for it.
     if (draft != nullptr && room > 1) {
       start = Clock::now();
-      absl::StatusOr<std::vector<int64_t>> proposed = draft->Propose(output.ids().back(), room - 1);
+      absl::StatusOr<std::vector<int64_t>> proposed =
+          draft->Propose(output.ids().back(), block - 1);
       step.draft_ms = MillisecondsSince(start);
       stats.draft_ms += *step.draft_ms;
       if (proposed.ok()) {
@@ -81,6 +88,9 @@ absl::StatusOr<GenerationResult> RunDecodeLoop(TargetPort& target, DraftPort* dr
     stats.verify_ms += step.target_ms;
     step.proposed = static_cast<int64_t>(drafts.size());
     step.accepted = verified->accepted();
+    if (guarded && step.drafter_failure.ok()) {
+      guard->Record(step.proposed, step.accepted, step.draft_ms, step.target_ms);
+    }
     const int64_t before = output.size();
     if (absl::Status emitted = Emit(*verified, output, step, logprobs); !emitted.ok()) {
       return emitted;

@@ -4,7 +4,8 @@
 // port verify them in one forward, and emits the accepted drafts plus the target's own token,
 // until a stop criterion ends the output. Blocks are cut to the tokens the request may still
 // emit, so the last step stops exactly where target-only decoding would. A drafter that fails
-// costs speed, never the request: the rest of it runs target-only (Verify without drafts).
+// costs speed, never the request: the rest of it runs target-only (Verify without drafts). With a
+// speculation guard, each step's block is the guard's choice (1: a draft call for no drafts).
 //
 // The target chooses every emitted token (research/dflash.md §3, "sample and match"), so the
 // output is the same with any drafter or none: greedy token for token, sampled the same
@@ -20,6 +21,7 @@
 #include "common/engine/generation.h"
 #include "common/engine/generation_output.h"
 #include "common/engine/ports.h"
+#include "common/engine/speculation_guard.h"
 #include "common/engine/stop_criteria.h"
 #include "common/text/tokenizer.h"
 
@@ -30,6 +32,7 @@ struct DecodeStep {
   bool prefill = false;
   GenerationChunk chunk;               // the tokens it added to the output and the text released
   std::vector<TokenLogprob> logprobs;  // one per chunk token, when asked for
+  std::optional<GuardChoice> guard;    // the speculation guard's choice, when it chose
   int64_t proposed = 0;                // drafts verified (0: a target-only step)
   int64_t accepted = 0;
   std::optional<double> draft_ms;  // the draft port's call, when it was asked
@@ -46,12 +49,14 @@ struct DecodeHooks {
   std::function<bool()> cancelled = nullptr;
 };
 
-// Runs one request to its end on `target`, drafting with `draft` (null: target-only). Text needs
-// a tokenizer. The result carries acceptance statistics when there was a draft port; its regime
-// is the caller's to set.
+// Runs one request to its end on `target`, drafting with `draft` (null: target-only) blocks of
+// the size `guard` chooses (null: every block as full as the draft port and the output allow).
+// Text needs a tokenizer. The result carries acceptance statistics when there was a draft port;
+// its regime is the caller's to set.
 absl::StatusOr<GenerationResult> RunDecodeLoop(TargetPort& target, DraftPort* draft,
                                                const text::Tokenizer* tokenizer,
                                                const StopConfig& stop,
-                                               const DecodeHooks& hooks = {});
+                                               const DecodeHooks& hooks = {},
+                                               SpeculationGuard::Request* guard = nullptr);
 
 }  // namespace specd::engine

@@ -6,13 +6,14 @@ namespace specd::engine {
 
 Generator::Generator(const model::Qwen35Model& target, const text::Tokenizer* tokenizer,
                      const RegimeThresholds& regimes)
-    : Generator(target, nullptr, std::nullopt, tokenizer, regimes) {}
+    : Generator(target, nullptr, std::nullopt, tokenizer, regimes, /*guarded=*/false) {}
 
 Generator::Generator(const model::Qwen35Model& target, const Drafter* drafter,
                      std::optional<DraftOptions> options, const text::Tokenizer* tokenizer,
-                     const RegimeThresholds& regimes)
+                     const RegimeThresholds& regimes, bool guarded)
     : pair_(std::make_shared<InProcessPair>(target, drafter)),
       options_(std::move(options)),
+      guard_(guarded ? std::make_shared<SpeculationGuard>() : nullptr),
       tokenizer_(tokenizer),
       regimes_(regimes) {}
 
@@ -20,10 +21,10 @@ absl::StatusOr<Generator> Generator::Speculative(const model::Qwen35Model& targe
                                                  const Drafter& drafter,
                                                  const text::Tokenizer* tokenizer,
                                                  const DraftOptions& options,
-                                                 const RegimeThresholds& regimes) {
+                                                 const RegimeThresholds& regimes, bool guarded) {
   absl::StatusOr<DraftOptions> resolved = drafter.Resolve(options);
   if (!resolved.ok()) return resolved.status();
-  return Generator(target, &drafter, *resolved, tokenizer, regimes);
+  return Generator(target, &drafter, *resolved, tokenizer, regimes, guarded);
 }
 
 absl::StatusOr<GenerationResult> Generator::Generate(const GenerationRequest& request,
@@ -39,10 +40,14 @@ absl::StatusOr<GenerationResult> Generator::Generate(const GenerationRequest& re
       return true;
     };
   }
+  const Regime regime = ClassifyRegime(static_cast<int64_t>(request.prompt.size()), regimes_);
+  std::optional<SpeculationGuard::Request> guarded;
+  if (guard_ != nullptr) guarded.emplace(guard_->Open(regime, options_->block_size));
   absl::StatusOr<GenerationResult> result =
-      RunDecodeLoop(*ports->target, ports->draft.get(), tokenizer_, request.stop, hooks);
+      RunDecodeLoop(*ports->target, ports->draft.get(), tokenizer_, request.stop, hooks,
+                    guarded.has_value() ? &*guarded : nullptr);
   if (!result.ok()) return result.status();
-  result->regime = ClassifyRegime(static_cast<int64_t>(request.prompt.size()), regimes_);
+  result->regime = regime;
   return result;
 }
 

@@ -11,6 +11,7 @@
 #include "common/engine/generation.h"
 #include "common/engine/in_process_ports.h"
 #include "common/engine/regime.h"
+#include "common/engine/speculation_guard.h"
 #include "common/model/qwen35_model.h"
 #include "common/text/tokenizer.h"
 
@@ -23,12 +24,11 @@ class Generator {
   Generator(const model::Qwen35Model& target, const text::Tokenizer* tokenizer,
             const RegimeThresholds& regimes = {});
   // Speculative with `drafter`, which must outlive it too; fails unless the drafter takes
-  // `options`.
-  static absl::StatusOr<Generator> Speculative(const model::Qwen35Model& target,
-                                               const Drafter& drafter,
-                                               const text::Tokenizer* tokenizer,
-                                               const DraftOptions& options = {},
-                                               const RegimeThresholds& regimes = {});
+  // `options`. `guarded`: a SpeculationGuard picks each step's block, up to options' block size;
+  // otherwise every block is full.
+  static absl::StatusOr<Generator> Speculative(
+      const model::Qwen35Model& target, const Drafter& drafter, const text::Tokenizer* tokenizer,
+      const DraftOptions& options = {}, const RegimeThresholds& regimes = {}, bool guarded = false);
 
   // Streams one chunk for the first token, then one per step.
   absl::StatusOr<GenerationResult> Generate(const GenerationRequest& request,
@@ -40,10 +40,11 @@ class Generator {
  private:
   Generator(const model::Qwen35Model& target, const Drafter* drafter,
             std::optional<DraftOptions> options, const text::Tokenizer* tokenizer,
-            const RegimeThresholds& regimes);
+            const RegimeThresholds& regimes, bool guarded);
 
-  std::shared_ptr<InProcessPair> pair_;  // shared by copies, which take turns on it
-  std::optional<DraftOptions> options_;  // resolved; none: target-only
+  std::shared_ptr<InProcessPair> pair_;      // shared by copies, which take turns on it
+  std::optional<DraftOptions> options_;      // resolved; none: target-only
+  std::shared_ptr<SpeculationGuard> guard_;  // null: full blocks
   const text::Tokenizer* tokenizer_;
   RegimeThresholds regimes_;
 };

@@ -66,6 +66,7 @@ struct BackendPool::Member {
   const v1::TargetVerifierServiceInfoResponse target;
   const absl::Duration drafter_retry;
   std::atomic<int64_t> in_flight = 0;
+  engine::SpeculationGuard guard;  // prices this pair's steps
   std::mutex drafter_mutex;
   std::optional<v1::DrafterServiceInfoResponse> drafter_info;
   absl::Time drafter_next_try = absl::InfinitePast();
@@ -221,6 +222,8 @@ drafter::DrafterApi* BackendPool::Lease::drafter() const { return member_->pair.
 engine::InProcessPair* BackendPool::Lease::in_process() const {
   return member_->pair.in_process.get();
 }
+
+engine::SpeculationGuard& BackendPool::Lease::guard() const { return member_->guard; }
 
 std::optional<v1::DrafterServiceInfoResponse> BackendPool::Lease::drafter_info() const {
   return member_->DrafterInfo();

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/engine/speculation_guard.h"
 #include "services/drafter/drafter_api.h"
 #include "services/verifier/verifier_api.h"
 
@@ -73,6 +74,8 @@ class BackendPool {
     verifier::VerifierApi& verifier() const;
     drafter::DrafterApi* drafter() const;
     engine::InProcessPair* in_process() const;
+    // The pair's speculation guard, which its requests share.
+    engine::SpeculationGuard& guard() const;
     // The drafter's Info; nullopt while it cannot be reached (asked again at most every
     // drafter_retry) or when the pair has none.
     std::optional<v1::DrafterServiceInfoResponse> drafter_info() const;

@@ -107,6 +107,7 @@ struct GenerationHandler::Prepared {
   model::SamplingParams model_sampling;  // the same, for an in-process pair
   engine::StopConfig stop;
   engine::DraftOptions draft;              // block size 1: target-only
+  bool guarded = false;                    // the pair's guard picks each step's block
   std::vector<uint32_t> tapped_layer_ids;  // the drafter's, when speculating
 };
 
@@ -205,6 +206,8 @@ absl::StatusOr<GenerationHandler::Prepared> GenerationHandler::Prepare(
       drafter_block, /*trained_window=*/0);
   if (!draft.ok()) return rpc::AtField("speculation", draft.status());
   prepared.draft = *draft;
+  prepared.guarded =
+      options_.speculation_guard && !speculation.has_block_size() && prepared.draft.block_size > 1;
   if (prepared.draft.block_size > 1) {
     prepared.tapped_layer_ids.assign(drafter->target_layer_ids().begin(),
                                      drafter->target_layer_ids().end());
@@ -312,6 +315,9 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
   absl::StatusOr<engine::RequestPorts> ports =
       OpenPorts(prepared, pair, [&] { return cancelled() || flight.aborted; });
   if (!ports.ok()) return ports.status();
+  std::optional<engine::SpeculationGuard::Request> guard;
+  if (prepared.guarded)
+    guard.emplace(pair.guard().Open(prepared.regime, prepared.draft.block_size));
 
   double draft_seconds = 0;
   double verify_seconds = 0;
@@ -390,6 +396,7 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
       if (step.proposed > 0) {
         metrics_.RecordDraftedStep(prepared.regime, step.proposed, step.accepted);
       }
+      if (step.guard.has_value()) metrics_.RecordGuardChoice(prepared.regime, *step.guard);
       metrics_.RecordInterTokenLatency(prepared.regime, SecondsBetween(last_emission, now));
     }
     last_emission = now;
@@ -400,7 +407,8 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
     return !client_gone;
   };
   absl::StatusOr<engine::GenerationResult> result =
-      engine::RunDecodeLoop(*ports->target, ports->draft.get(), tokenizer_, prepared.stop, hooks);
+      engine::RunDecodeLoop(*ports->target, ports->draft.get(), tokenizer_, prepared.stop, hooks,
+                            guard.has_value() ? &*guard : nullptr);
   if (!result.ok()) return result.status();
   if (result->stop_reason != engine::StopReason::kCancelled) return absl::OkStatus();
   record.finished_reason = "abort";

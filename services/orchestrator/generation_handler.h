@@ -41,6 +41,9 @@ struct OrchestratorOptions {
   // Speculation a request gets when it asks for none: 0 = the drafter's trained block size.
   int64_t default_block_size = 0;
   int64_t default_draft_window = 0;
+  // A speculation guard picks each step's block for requests that name no block size; off:
+  // every block is the request's (or the default) block size.
+  bool speculation_guard = true;
   text::ChatFlavor chat_flavor = text::ChatFlavor::kQwen3_5;
 };
 

@@ -73,6 +73,22 @@ OrchestratorMetrics::OrchestratorMetrics(prometheus::Registry& registry, std::st
                        .Help("One Verify call as the orchestrator sees it (transport included).")
                        .Register(registry),
                    StepBuckets()},
+      guard_block_size_{prometheus::BuildHistogram()
+                            .Name("specd_guard_block_size")
+                            .Help("Block size (drafts + 1; 1 = target-only) the speculation guard "
+                                  "chose for a step.")
+                            .Register(registry),
+                        AcceptanceLengthBuckets()},
+      guard_expected_speedup_(prometheus::BuildGauge()
+                                  .Name("specd_guard_expected_speedup")
+                                  .Help("The speculation guard's expected tokens/s over "
+                                        "target-only's at its last priced choice.")
+                                  .Register(registry)),
+      guard_expected_tokens_(prometheus::BuildGauge()
+                                 .Name("specd_guard_expected_tokens_per_step")
+                                 .Help("Tokens the speculation guard expected its last priced "
+                                       "choice to emit.")
+                                 .Register(registry)),
       requests_(prometheus::BuildCounter()
                     .Name("specd_request_success_total")
                     .Help("Finished requests by why they finished.")
@@ -121,6 +137,15 @@ void OrchestratorMetrics::RecordDraftedStep(engine::Regime regime, int64_t draft
     if (position < accepted) at.Increment();
   }
   acceptance_length_.Add(labels).Observe(static_cast<double>(accepted + 1));
+}
+
+void OrchestratorMetrics::RecordGuardChoice(engine::Regime regime,
+                                            const engine::GuardChoice& choice) {
+  const prometheus::Labels labels = ModelRegime(regime);
+  guard_block_size_.Add(labels).Observe(static_cast<double>(choice.block_size));
+  if (choice.exploring) return;  // chosen to measure, not priced
+  guard_expected_speedup_.Add(labels).Set(choice.expected_speedup);
+  guard_expected_tokens_.Add(labels).Set(choice.expected_tokens);
 }
 
 void OrchestratorMetrics::RecordInterTokenLatency(engine::Regime regime, double seconds) {

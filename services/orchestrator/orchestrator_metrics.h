@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/engine/regime.h"
+#include "common/engine/speculation_guard.h"
 
 namespace specd::orchestrator {
 
@@ -36,6 +37,8 @@ class OrchestratorMetrics {
   void RecordDraftCall(engine::Regime regime, double seconds);
   void RecordVerifyCall(engine::Regime regime, double seconds);
   void RecordDrafterFallback();
+  // The block a guarded step chose and what the guard expected of it.
+  void RecordGuardChoice(engine::Regime regime, const engine::GuardChoice& choice);
   void RecordRequest(const RequestRecord& record);
 
   prometheus::Gauge& running() { return running_; }
@@ -66,6 +69,9 @@ class OrchestratorMetrics {
   Histograms e2e_latency_;
   Histograms draft_step_;
   Histograms verify_step_;
+  Histograms guard_block_size_;
+  prometheus::Family<prometheus::Gauge>& guard_expected_speedup_;
+  prometheus::Family<prometheus::Gauge>& guard_expected_tokens_;
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Counter>& prompt_tokens_;
   prometheus::Family<prometheus::Counter>& generation_tokens_;

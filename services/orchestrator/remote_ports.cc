@@ -64,7 +64,8 @@ absl::StatusOr<std::vector<int64_t>> RemoteDraftPort::Propose(int64_t anchor, in
   request.set_session_id(target_.session_id());
   *request.mutable_context() = target_.context();
   request.set_anchor_token_id(static_cast<uint32_t>(anchor));
-  request.set_block_size(static_cast<uint32_t>(options_.block_size));
+  // A block of one drafts nothing: the drafter only takes in the context.
+  request.set_block_size(static_cast<uint32_t>(max_tokens > 0 ? options_.block_size : 1));
   request.set_window(static_cast<uint32_t>(options_.window));
   request.set_min_confidence(static_cast<float>(options_.min_confidence));
   opened_ = true;

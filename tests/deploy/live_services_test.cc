@@ -531,10 +531,16 @@ TEST(DeployQueriesTest, EveryPanelRuleAndAlertEvaluatesAgainstLiveServices) {
   ASSERT_FALSE(submit("pretrain", root / "missing-data.yaml").empty());
   for (int round = 0; round < 3; ++round) {
     for (const int length : {8, 24, 60}) {
-      const ProcessResult generated =
-          Specctl(*orchestrator, {"generate", "--ids", IdList(length), "--max-new-tokens", "16",
-                                  "--temperature", "0", "--ignore-eos", "--json"});
-      EXPECT_EQ(generated.exit_code, 0) << generated.err;
+      // Guarded requests (the guard stops drafting once it has seen this random drafter fail)
+      // and requests that fix blocks of 4, which draft every step.
+      for (const bool fixed_blocks : {false, true}) {
+        std::vector<std::string> args = {
+            "generate", "--ids",        IdList(length), "--max-new-tokens", "16", "--temperature",
+            "0",        "--ignore-eos", "--json"};
+        if (fixed_blocks) args.insert(args.end(), {"--block-size", "4"});
+        const ProcessResult generated = Specctl(*orchestrator, args);
+        EXPECT_EQ(generated.exit_code, 0) << generated.err;
+      }
     }
     std::this_thread::sleep_for(std::chrono::seconds(2));
   }

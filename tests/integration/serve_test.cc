@@ -71,14 +71,27 @@ std::unique_ptr<ServerProcess> Serve(std::vector<std::string> args) {
 
 // Verifier, drafter and an orchestrator between them, each its own process.
 struct Distributed {
+  // `orchestrator_flags` go to the orchestrator after the pair's addresses and regimes.
+  explicit Distributed(const std::vector<std::string>& orchestrator_flags = {}) {
+    if (!verifier || !drafter) return;
+    std::vector<std::string> args = {"--role",
+                                     "orchestrator",
+                                     "--verifier-addr",
+                                     verifier->address(),
+                                     "--drafter-addr",
+                                     drafter->address(),
+                                     "--regime-medium-from",
+                                     "16",
+                                     "--regime-long-from",
+                                     "48"};
+    args.insert(args.end(), orchestrator_flags.begin(), orchestrator_flags.end());
+    orchestrator = Serve(args);
+  }
+
   std::unique_ptr<ServerProcess> verifier = Serve({"--role", "verifier", "--model", Target()});
   std::unique_ptr<ServerProcess> drafter =
       Serve({"--role", "drafter", "--drafter", Drafter(), "--target", Target()});
-  std::unique_ptr<ServerProcess> orchestrator =
-      verifier && drafter ? Serve({"--role", "orchestrator", "--verifier-addr", verifier->address(),
-                                   "--drafter-addr", drafter->address(), "--regime-medium-from",
-                                   "16", "--regime-long-from", "48"})
-                          : nullptr;
+  std::unique_ptr<ServerProcess> orchestrator;
   bool ok() const { return verifier && drafter && orchestrator; }
 };
 
@@ -224,8 +237,9 @@ TEST(SpecdServeTest, TheEmbeddedDefaultServesTheSuffixDrafterLosslessly) {
   local.insert(local.end(), request.begin(), request.end());
   const std::vector<int64_t> target_only = GeneratedIds(RunProcess(local));
   for (const std::string& drafter : {std::string("suffix"), "suffix+" + Drafter()}) {
-    std::unique_ptr<ServerProcess> all =
-        Serve({"--role", "all", "--model", Target(), "--drafter", drafter});
+    // Unguarded, so that every step drafts whatever the timings.
+    std::unique_ptr<ServerProcess> all = Serve(
+        {"--role", "all", "--model", Target(), "--drafter", drafter, "--no-speculation-guard"});
     ASSERT_NE(all, nullptr) << drafter;
     std::vector<std::string> served = {"generate", "--temperature", "0", "--stream", "--json"};
     served.insert(served.end(), request.begin(), request.end());
@@ -504,7 +518,9 @@ std::map<std::string, double> Query(const PrometheusServer& prometheus, const st
 }
 
 TEST(SpecdServeTest, PrometheusScrapesEveryServiceAndAnswersPerRegimeQueries) {
-  Distributed distributed;
+  // Every step drafts, so every regime has a τ: the guard would serve this random drafter
+  // target-only.
+  Distributed distributed({"--no-speculation-guard"});
   ASSERT_TRUE(distributed.ok());
   // The orchestrator's regimes here: short < 16 ≤ medium < 48 ≤ long prompt tokens.
   for (const int length : {8, 24, 60}) {

@@ -191,6 +191,32 @@ TEST_F(SpeculativeGenerationTest, SampledOutputIsTargetOnlysSampleForTheSameSeed
   }
 }
 
+TEST_F(SpeculativeGenerationTest, AGuardedGeneratorKeepsTheOutputWhateverBlocksItChooses) {
+  // One guarded generator serves every request, so later requests run on what the first ones
+  // measured: full blocks, single tokens, and the sizes in between that it prices.
+  const Drafting random =
+      DFlash(Target(), "random", {.block_size = 8, .window = 0, .min_confidence = 0});
+  ASSERT_NE(random.drafter, nullptr);
+  OracleDrafter oracle(Target(), 8);
+  for (const Drafter* drafter :
+       {static_cast<const Drafter*>(random.drafter.get()), static_cast<const Drafter*>(&oracle)}) {
+    absl::StatusOr<Generator> guarded =
+        Generator::Speculative(Target(), *drafter, nullptr, {}, {}, /*guarded=*/true);
+    ASSERT_TRUE(guarded.ok()) << guarded.status();
+    for (uint64_t seed = 0; seed < 6; ++seed) {
+      GenerationRequest request = Request(Prompt(12 + static_cast<int64_t>(seed)), 40,
+                                          /*temperature=*/seed % 2 == 0 ? 0.0 : 1.0, seed);
+      absl::StatusOr<GenerationResult> result = guarded->Generate(request);
+      ASSERT_TRUE(result.ok()) << result.status();
+      EXPECT_EQ(result->ids, TargetOnly(Target(), request).ids) << "seed " << seed;
+      ASSERT_TRUE(result->acceptance.has_value());
+      EXPECT_EQ(static_cast<int64_t>(result->ids.size()),
+                1 + std::accumulate(result->acceptance->acceptance_lengths.begin(),
+                                    result->acceptance->acceptance_lengths.end(), int64_t{0}));
+    }
+  }
+}
+
 TEST_F(SpeculativeGenerationTest, StopsOnAnEosTokenInsideABlockAndKeepsIt) {
   const std::vector<int64_t> continuation = TargetOnly(Target(), Request(Prompt(10), 20)).ids;
   GenerationRequest request = Request(Prompt(10), 20);

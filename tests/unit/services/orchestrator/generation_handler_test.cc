@@ -217,7 +217,7 @@ TEST_F(GenerationHandlerTest, StreamedDeltasAddUpToTheUnaryResponse) {
     lengths += message.acceptance_lengths_size();
   }
   EXPECT_EQ(ids, Ids(*unary));
-  EXPECT_EQ(lengths, unary->acceptance().num_drafts());
+  EXPECT_EQ(lengths, messages.back().acceptance().num_drafts());
   EXPECT_EQ(messages.back().finish_reason(), v1::FINISH_REASON_LENGTH);
   EXPECT_EQ(messages.front().finish_reason(), v1::FINISH_REASON_UNSPECIFIED);
   EXPECT_EQ(messages.back().usage().completion_tokens(), kNewTokens);
@@ -262,9 +262,12 @@ class ServedPair {
 
 TEST_F(GenerationHandlerTest, EveryPairGivesTheSameOutputAndStatistics) {
   ServedPair served(*verifier_, *drafter_);
-  std::unique_ptr<GenerationHandler> in_process = InProcess();
-  std::unique_ptr<GenerationHandler> handlers = Handlers();
-  std::unique_ptr<GenerationHandler> over_grpc = Handler(served.pair());
+  // Full blocks every step: the guard's choices follow measured times, which differ by pair.
+  OrchestratorOptions options = Options();
+  options.speculation_guard = false;
+  std::unique_ptr<GenerationHandler> in_process = InProcess(options);
+  std::unique_ptr<GenerationHandler> handlers = Handlers(options);
+  std::unique_ptr<GenerationHandler> over_grpc = Handler(served.pair(), options);
   for (const double temperature : {0.0, 1.0}) {
     v1::GenerateRequest request = Request(Prompt(30), kNewTokens, temperature, /*seed=*/5);
     request.mutable_sampling()->set_logprobs(true);
@@ -632,6 +635,32 @@ TEST_F(GenerationHandlerTest, MetricsCountDraftsAndLatencyPerRegime) {
               HasSubstr("specd_spec_decode_num_accepted_tokens_per_pos_total{model=\"test\","
                         "position=\"0\",regime=\"short\"} " +
                         std::to_string(accepted_first) + "\n"));
+}
+
+TEST_F(GenerationHandlerTest, TheGuardChoosesEveryStepOfARequestThatNamesNoBlock) {
+  int64_t guarded_steps = 0;
+  for (const std::unique_ptr<GenerationHandler>& handler : {InProcess(), Handlers()}) {
+    const v1::GenerateRequest request = Request(Prompt());
+    absl::StatusOr<v1::GenerateResponse> guarded = handler->Generate(request, Never);
+    ASSERT_TRUE(guarded.ok()) << guarded.status();
+    EXPECT_EQ(Ids(*guarded), TargetOnlyIds(Prompt()));
+    guarded_steps +=
+        guarded->acceptance().num_drafts() + guarded->acceptance().num_target_only_steps();
+    // A request that names its block keeps it: every step drafts.
+    v1::GenerateRequest fixed = request;
+    fixed.mutable_speculation()->set_block_size(4);
+    absl::StatusOr<v1::GenerateResponse> unguarded = handler->Generate(fixed, Never);
+    ASSERT_TRUE(unguarded.ok()) << unguarded.status();
+    EXPECT_EQ(Ids(*unguarded), Ids(*guarded));
+    EXPECT_EQ(unguarded->acceptance().num_drafts(), unguarded->acceptance_lengths_size());
+  }
+  // Every step of the guarded requests was the guard's choice, on both pairs; no fixed one was.
+  const std::string exposition = metrics::Exposition(registry_);
+  EXPECT_THAT(exposition,
+              HasSubstr("specd_guard_block_size_count{model=\"test\",regime=\"short\"} " +
+                        std::to_string(guarded_steps) + "\n"));
+  EXPECT_THAT(exposition,
+              HasSubstr("specd_guard_expected_speedup{model=\"test\",regime=\"short\"}"));
 }
 
 }  // namespace

@@ -1,0 +1,179 @@
+#include "common/engine/speculation_guard.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace specd::engine {
+namespace {
+
+// Costs older than this many steps at a batch size are measured again.
+constexpr int64_t kRefreshSteps = 128;
+// A request that stopped speculating tries again after this many steps, then twice as many, …
+constexpr int64_t kFirstProbe = 32;
+// The regime's acceptance counts as this many of a request's own steps…
+constexpr double kRegimeWeight = 4;
+// …whose counts fade by this factor per step, so that what its text does now counts most.
+constexpr double kOwnFading = 0.97;
+// Past this many steps at the first position, a regime's counts are halved: recent steps count.
+constexpr double kRegimeMemory = 4096;
+
+double At(const std::vector<double>& counts, size_t i) { return i < counts.size() ? counts[i] : 0; }
+
+// Per draft position i < `positions`: P(drafts 1 … i + 1 are accepted) and P(draft i + 1 is
+// proposed) when asked for. Each position's odds given the drafts before it were accepted come
+// from the steps that reached it: the regime's (a position none reached takes the odds of the one
+// before it; the first, even odds), sharpened by the request's own.
+struct DraftOdds {
+  std::vector<double> accepted;
+  std::vector<double> proposed;
+};
+
+DraftOdds OddsOf(const DraftPositionCounts& regime, const DraftPositionCounts& own,
+                 int64_t positions) {
+  DraftOdds odds;
+  double regime_odds = 0.5;
+  double accepted = 1;
+  for (size_t i = 0; i < static_cast<size_t>(positions); ++i) {
+    regime_odds = (At(regime.accepted, i) + regime_odds) / (At(regime.reached, i) + 1);
+    accepted *=
+        (At(own.accepted, i) + kRegimeWeight * regime_odds) / (At(own.reached, i) + kRegimeWeight);
+    odds.accepted.push_back(accepted);
+
+    const double regime_proposed = (At(regime.proposed, i) + 1) / (At(regime.asked, i) + 1);
+    odds.proposed.push_back((At(own.proposed, i) + kRegimeWeight * regime_proposed) /
+                            (At(own.asked, i) + kRegimeWeight));
+  }
+  return odds;
+}
+
+bool Stale(std::optional<int64_t> age) { return !age.has_value() || *age >= kRefreshSteps; }
+
+}  // namespace
+
+void DraftPositionCounts::Add(int64_t asked_drafts, int64_t proposed_drafts,
+                              int64_t accepted_drafts) {
+  if (static_cast<int64_t>(asked.size()) < asked_drafts) {
+    for (std::vector<double>* counts : {&asked, &proposed, &reached, &accepted}) {
+      counts->resize(asked_drafts, 0);
+    }
+  }
+  for (int64_t i = 0; i < asked_drafts; ++i) {
+    ++asked[i];
+    if (i < proposed_drafts) ++proposed[i];
+    if (i <= accepted_drafts) ++reached[i];
+    if (i < accepted_drafts) ++accepted[i];
+  }
+}
+
+void DraftPositionCounts::Scale(double factor) {
+  for (std::vector<double>* counts : {&asked, &proposed, &reached, &accepted}) {
+    for (double& count : *counts) count *= factor;
+  }
+}
+
+SpeculationGuard::Request SpeculationGuard::Open(Regime regime, int64_t block_size) {
+  std::lock_guard lock(mutex_);
+  ++open_;
+  return Request(*this, regime, block_size);
+}
+
+SpeculationGuard::Request::Request(SpeculationGuard& guard, Regime regime, int64_t block_size)
+    : guard_(&guard), regime_(regime), block_size_(block_size), probe_after_(kFirstProbe) {}
+
+SpeculationGuard::Request::Request(Request&& other) noexcept
+    : guard_(std::exchange(other.guard_, nullptr)),
+      regime_(other.regime_),
+      block_size_(other.block_size_),
+      own_(std::move(other.own_)),
+      last_(other.last_),
+      batch_(other.batch_),
+      idle_steps_(other.idle_steps_),
+      probe_after_(other.probe_after_) {}
+
+SpeculationGuard::Request::~Request() {
+  if (guard_ == nullptr) return;
+  std::lock_guard lock(guard_->mutex_);
+  --guard_->open_;
+}
+
+std::optional<SpeculationGuard::Request::Prices> SpeculationGuard::Request::Price(
+    int64_t limit, int64_t batch) const {
+  const StepCosts& costs = guard_->costs_;
+  const std::optional<double> single = costs.VerifyMs(batch, 1);
+  const std::optional<double> draft = costs.DraftMs(batch);
+  if (!single.has_value() || !draft.has_value()) return std::nullopt;
+  const DraftOdds odds = OddsOf(guard_->regimes_[static_cast<size_t>(regime_)], own_, limit - 1);
+  const double target_only = 1 / *single;
+  Prices prices{.best = {.block_size = 1, .expected_tokens = 1, .expected_speedup = 1},
+                .drafted = {}};
+  double drafted_rate = 0;
+  double tokens = 1;
+  double block = 1;
+  for (int64_t size = 2; size <= limit; ++size) {
+    tokens += odds.accepted[size - 2];
+    block += odds.proposed[size - 2];
+    const double rate = tokens / (*draft + *costs.VerifyMs(batch, block));
+    if (rate > drafted_rate) {
+      drafted_rate = rate;
+      prices.drafted = {
+          .block_size = size, .expected_tokens = tokens, .expected_speedup = rate / target_only};
+    }
+  }
+  if (drafted_rate > target_only) prices.best = prices.drafted;
+  return prices;
+}
+
+int64_t SpeculationGuard::Request::Choose(int64_t room) {
+  const int64_t limit = std::min(room, block_size_);
+  std::lock_guard lock(guard_->mutex_);
+  batch_ = guard_->open_;
+  if (limit <= 1) {
+    last_ = {.block_size = 1, .expected_tokens = 1, .expected_speedup = 1};
+    return 1;
+  }
+  own_.Scale(kOwnFading);
+  const StepCosts& costs = guard_->costs_;
+  const std::optional<Prices> prices = Price(limit, batch_);
+  auto explore = [](GuardChoice choice) {
+    choice.exploring = true;
+    return choice;
+  };
+  GuardChoice choice;
+  if (!prices.has_value()) {
+    choice = explore({.block_size = limit});
+  } else if (Stale(costs.DraftAge(batch_))) {
+    choice = explore(prices->drafted);
+  } else if (Stale(costs.VerifyAge(batch_, 1))) {
+    choice = explore({.block_size = 1, .expected_speedup = prices->best.expected_speedup});
+  } else {
+    choice = prices->best;
+    if (choice.block_size > 1) {
+      idle_steps_ = 0;
+      probe_after_ = kFirstProbe;
+    } else if (++idle_steps_ >= probe_after_) {
+      // Its own odds may have changed while it was not looking: a full block shows them all.
+      idle_steps_ = 0;
+      probe_after_ *= 2;
+      choice = explore({.block_size = limit});
+    }
+  }
+  last_ = choice;
+  return choice.block_size;
+}
+
+void SpeculationGuard::Request::Record(int64_t proposed, int64_t accepted,
+                                       std::optional<double> draft_ms, double verify_ms) {
+  std::lock_guard lock(guard_->mutex_);
+  const int64_t asked = last_.block_size - 1;
+  if (asked > 0) {
+    own_.Add(asked, proposed, accepted);
+    DraftPositionCounts& regime = guard_->regimes_[static_cast<size_t>(regime_)];
+    regime.Add(asked, proposed, accepted);
+    if (regime.asked.front() > kRegimeMemory) regime.Scale(0.5);
+  }
+  // A call for no drafts only took in context: not what drafting costs.
+  if (asked > 0 && draft_ms.has_value()) guard_->costs_.RecordDraft(batch_, *draft_ms);
+  guard_->costs_.RecordVerify(batch_, proposed + 1, verify_ms);
+}
+
+}  // namespace specd::engine

@@ -1,0 +1,98 @@
+#pragma once
+// The speculation guard: before each decode step it picks the block size (1: no speculation)
+// with the best expected tokens per second, so that speculating is never slower than not. One
+// guard prices one pair (a served target and its drafter on one device); each request opens its
+// own view of it.
+//
+// A step that asks for k − 1 drafts is expected to emit 1 + Σ_{i<k−1} P(drafts 1 … i + 1 are
+// accepted) tokens, and to cost the draft call (none for k = 1) plus the verify forward of the
+// block the drafter is expected to fill (a suffix drafter often proposes fewer than asked).
+// Acceptance is counted per regime over the pair's requests, and per request, whose own recent
+// steps weigh more as they come; costs are StepCosts at the number of requests open on the guard.
+//
+// It explores what it cannot price yet, and what it has not measured for a while: a batch size's
+// first steps speculate and then verify a single token, both again every kRefreshSteps steps at
+// that batch size; a request that stopped speculating tries a full block after 32, 64, 128, … of
+// its steps, so a drafter that becomes good again (the text turned repetitive) is taken back.
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "common/engine/regime.h"
+#include "common/engine/step_costs.h"
+
+namespace specd::engine {
+
+// One step's choice and what the guard expected of it.
+struct GuardChoice {
+  int64_t block_size = 1;
+  bool exploring = false;      // chosen to measure, not by price
+  double expected_tokens = 1;  // per step at that block size
+  // Expected tokens/s over target-only's at this batch size; 0 while the guard cannot price.
+  double expected_speedup = 0;
+};
+
+// Per draft position i: the steps that asked for a draft there, those where one was proposed,
+// those that reached it (every draft before it accepted) and those where it was accepted too.
+struct DraftPositionCounts {
+  std::vector<double> asked, proposed, reached, accepted;
+
+  void Add(int64_t asked_drafts, int64_t proposed_drafts, int64_t accepted_drafts);
+  void Scale(double factor);
+};
+
+class SpeculationGuard {
+ public:
+  class Request {
+   public:
+    Request(Request&& other) noexcept;
+    Request& operator=(Request&&) = delete;
+    ~Request();
+
+    // The next step's block size, at most min(`room`, the request's block size); 1 when the
+    // step has room for one token only.
+    int64_t Choose(int64_t room);
+    // What the step Choose planned did: the drafts proposed and accepted, the draft call's time
+    // (none for a step without one; ignored for a block of 1) and the verify's.
+    void Record(int64_t proposed, int64_t accepted, std::optional<double> draft_ms,
+                double verify_ms);
+
+    // The last choice.
+    const GuardChoice& last() const { return last_; }
+    Regime regime() const { return regime_; }
+
+   private:
+    friend class SpeculationGuard;
+    Request(SpeculationGuard& guard, Regime regime, int64_t block_size);
+    struct Prices {
+      GuardChoice best;     // by price: speculating or not
+      GuardChoice drafted;  // the best that speculates
+    };
+    // The prices of blocks up to `limit` at `batch` open requests; nullopt while the costs are
+    // unknown. Under the guard's lock.
+    std::optional<Prices> Price(int64_t limit, int64_t batch) const;
+
+    SpeculationGuard* guard_;
+    Regime regime_;
+    int64_t block_size_;
+    DraftPositionCounts own_;
+    GuardChoice last_;
+    int64_t batch_ = 1;        // requests open when the step was chosen
+    int64_t idle_steps_ = 0;   // steps since it last speculated
+    int64_t probe_after_ = 0;  // idle steps before it tries speculating again
+  };
+
+  // A request of `regime` drafting blocks of up to `block_size` tokens (anchor included); it
+  // counts as open, for the batch size, until it is destroyed.
+  Request Open(Regime regime, int64_t block_size);
+
+ private:
+  mutable std::mutex mutex_;
+  StepCosts costs_;
+  std::array<DraftPositionCounts, 3> regimes_;  // by Regime
+  int64_t open_ = 0;
+};
+
+}  // namespace specd::engine

@@ -1,0 +1,168 @@
+"""Speculation by prompt family on the served loop (issue 20): target-only, DFlash, suffix and
+suffix + DFlash, each with and without the speculation guard, at concurrency 1 and 16.
+
+Every configuration is a `specd serve --role all` of its own, all started at once and idle but
+for the one being measured; each round runs every configuration once per family and concurrency,
+in turn, so a noisy machine slows them alike. Prints, per family and concurrency: tokens/s (the
+median over rounds of completion tokens over wall time, all clients together), tokens per verify
+step (τ including the guard's target-only steps), and the ratio to target-only.
+
+    .cache/python/bin/python tests/bench/speculation_by_family.py PIPELINE_DIR \\
+        [--new-tokens 128] [--rounds 3] [--concurrency 1 16]
+
+PIPELINE_DIR is what `specd pipeline` wrote (its qad/best target, drafter-gptq and tokenizer).
+Families: repetitive filler (the competition's latency prompts repeat one sentence), code and
+prose (text of the pinned corpus: a module's head, a docstring) and a long context (1500 bytes
+of a module, as many tokens for the pipeline's byte-level models). Greedy, so every
+configuration gives the same text; the script checks that it does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import concurrent.futures
+import contextlib
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from specd_client import Client, SpecdError
+
+ROOT = Path(__file__).resolve().parents[2]
+SPECD = Path(os.environ.get("SPECD", ROOT / "build/cli/specd/specd"))
+CORPUS = ROOT / ".cache/corpus/networkx-3.6.1/networkx"
+
+
+def family_prompts() -> dict[str, str]:
+    cycles = (CORPUS / "algorithms/cycles.py").read_text().splitlines()
+    docstring_start = next(i for i, line in enumerate(cycles) if line.startswith("def simple_cycles"))
+    weighted = (CORPUS / "algorithms/shortest_paths/weighted.py").read_bytes()[:1500].decode()
+    return {
+        "repetitive": "Continue the following text.\n\n"
+        + "The quick brown fox jumps over the lazy dog. " * 8,
+        "code": "Continue this document from where it stops.\n\n" + "\n".join(cycles[:14]),
+        "prose": "Continue the following text.\n\n"
+        + "\n".join(cycles[docstring_start + 1 : docstring_start + 22]),
+        "long": "Continue this document from where it stops.\n\n" + weighted,
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Server:
+    """One `specd serve --role all`, stopped on exit."""
+
+    def __init__(self, pipeline: Path, drafter: str | None, guard: bool, max_running: int):
+        self.port = free_port()
+        command = [
+            str(SPECD), "serve", "--role", "all", "--model", str(pipeline / "qad/best"),
+            "--tokenizer", str(pipeline / "tokenizer/tokenizer.json"), "--port", str(self.port),
+            "--max-running", str(max_running), "--max-waiting", str(4 * max_running),
+        ]  # fmt: skip
+        if drafter is not None:
+            command += ["--drafter", drafter]
+        if not guard:
+            command.append("--no-speculation-guard")
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.client = Client(f"127.0.0.1:{self.port}", timeout=600)
+        for _ in range(600):
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{command} exited: {self.process.stderr.read().decode()}")
+            with contextlib.suppress(SpecdError):
+                self.client.model_info()
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"{command} did not come up")
+
+    def close(self) -> None:
+        self.client.close()
+        self.process.terminate()
+        self.process.wait()
+
+
+def run_cell(server: Server, prompt: str, new_tokens: int, clients: int):
+    """`clients` requests at once; (wall seconds, completions)."""
+
+    def one(_):
+        return server.client.generate(
+            [{"role": "user", "content": prompt}], enable_thinking=False,
+            max_new_tokens=new_tokens, ignore_eos=True, temperature=0,
+        )  # fmt: skip
+
+    start = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(clients) as pool:
+        completions = list(pool.map(one, range(clients)))
+    return time.perf_counter() - start, completions
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("pipeline", type=Path)
+    parser.add_argument("--new-tokens", type=int, default=128)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16])
+    args = parser.parse_args()
+
+    drafter = str(args.pipeline / "drafter-gptq")
+    configs = {"target-only": (None, False)}
+    for name, spec in (("dflash", drafter), ("suffix", "suffix"), ("suffix+dflash", f"suffix+{drafter}")):
+        configs[name] = (spec, False)
+        configs[f"{name} guarded"] = (spec, True)
+    prompts = family_prompts()
+    servers: dict[str, Server] = {}
+    try:
+        for name, (spec, guard) in configs.items():
+            servers[name] = Server(args.pipeline, spec, guard, max(args.concurrency))
+        # (family, clients, config) → [(tokens/s, tokens per step)], and each one's texts.
+        runs = collections.defaultdict(list)
+        texts: dict[tuple[str, str], set[str]] = collections.defaultdict(set)
+        for server in servers.values():  # pages the weights in
+            run_cell(server, prompts["repetitive"], 8, 1)
+        for _ in range(args.rounds):
+            for family, prompt in prompts.items():
+                for clients in args.concurrency:
+                    for name, server in servers.items():
+                        seconds, completions = run_cell(server, prompt, args.new_tokens, clients)
+                        tokens = sum(c.usage.completion_tokens for c in completions)
+                        steps = sum(
+                            c.acceptance.num_drafts + c.acceptance.num_target_only_steps
+                            for c in completions
+                        )
+                        runs[family, clients, name].append(
+                            (tokens / seconds, (tokens - clients) / steps if steps else 1.0)
+                        )
+                        texts[family, name].update(c.text for c in completions)
+    finally:
+        for server in servers.values():
+            server.close()
+
+    print(f"{args.new_tokens} new tokens, {args.rounds} rounds, medians")
+    print("| family | clients | configuration | tokens/s | tokens/step | × target-only |")
+    print("|---|---|---|---|---|---|")
+    same = True
+    for family in prompts:
+        reference = texts[family, "target-only"]
+        for clients in args.concurrency:
+            plain = statistics.median(s for s, _ in runs[family, clients, "target-only"])
+            for name in configs:
+                speed = statistics.median(s for s, _ in runs[family, clients, name])
+                per_step = statistics.median(t for _, t in runs[family, clients, name])
+                print(f"| {family} | {clients} | {name} | {speed:.0f} | {per_step:.2f} | {speed / plain:.2f} |")
+        for name in configs:
+            if texts[family, name] != reference:
+                print(f"{family}: {name} gave other text than target-only", file=sys.stderr)
+                same = False
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
