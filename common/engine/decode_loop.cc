@@ -89,7 +89,8 @@ absl::StatusOr<GenerationResult> RunDecodeLoop(TargetPort& target, DraftPort* dr
     step.proposed = static_cast<int64_t>(drafts.size());
     step.accepted = verified->accepted();
     if (guarded && step.drafter_failure.ok()) {
-      guard->Record(step.proposed, step.accepted, step.draft_ms, step.target_ms);
+      guard->Record(step.proposed, step.accepted, step.draft_ms, step.target_ms,
+                    verified->forward_rows);
     }
     const int64_t before = output.size();
     if (absl::Status emitted = Emit(*verified, output, step, logprobs); !emitted.ok()) {

@@ -24,6 +24,8 @@ struct EmittedTokens {
   // Prefill: the first token; Verify: the accepted drafts, then the target's own token.
   std::vector<int64_t> ids;
   std::vector<TokenLogprob> logprobs;  // one per id, when asked for
+  // Rows of the target forward that ran the step, other requests' batched with it (0: unknown).
+  int64_t forward_rows = 0;
 
   int64_t accepted() const { return static_cast<int64_t>(ids.size()) - 1; }
 };

@@ -99,11 +99,14 @@ SpeculationGuard::Request::~Request() {
 std::optional<SpeculationGuard::Request::Prices> SpeculationGuard::Request::Price(
     int64_t limit, int64_t batch) const {
   const StepCosts& costs = guard_->costs_;
-  const std::optional<double> single = costs.VerifyMs(batch, 1);
-  const std::optional<double> draft = costs.DraftMs(batch);
+  const auto requests = static_cast<double>(batch);
+  const std::optional<double> single = costs.VerifyMs(batch, requests);
+  const std::optional<double> draft = costs.DraftMs(batch, /*drafting=*/true);
   if (!single.has_value() || !draft.has_value()) return std::nullopt;
+  // The batch's forward is every member's step, and its members run the same guard on the same
+  // costs: each block is priced as if all of them chose it.
+  const double target_only = 1 / (costs.DraftMs(batch, /*drafting=*/false).value_or(0) + *single);
   const DraftOdds odds = OddsOf(guard_->regimes_[static_cast<size_t>(regime_)], own_, limit - 1);
-  const double target_only = 1 / *single;
   Prices prices{.best = {.block_size = 1, .expected_tokens = 1, .expected_speedup = 1},
                 .drafted = {}};
   double drafted_rate = 0;
@@ -112,7 +115,7 @@ std::optional<SpeculationGuard::Request::Prices> SpeculationGuard::Request::Pric
   for (int64_t size = 2; size <= limit; ++size) {
     tokens += odds.accepted[size - 2];
     block += odds.proposed[size - 2];
-    const double rate = tokens / (*draft + *costs.VerifyMs(batch, block));
+    const double rate = tokens / (*draft + *costs.VerifyMs(batch, requests * block));
     if (rate > drafted_rate) {
       drafted_rate = rate;
       prices.drafted = {
@@ -143,7 +146,7 @@ int64_t SpeculationGuard::Request::Choose(int64_t room) {
     choice = explore({.block_size = limit});
   } else if (Stale(costs.DraftAge(batch_))) {
     choice = explore(prices->drafted);
-  } else if (Stale(costs.VerifyAge(batch_, 1))) {
+  } else if (Stale(costs.SingleAge(batch_))) {
     choice = explore({.block_size = 1, .expected_speedup = prices->best.expected_speedup});
   } else {
     choice = prices->best;
@@ -162,7 +165,8 @@ int64_t SpeculationGuard::Request::Choose(int64_t room) {
 }
 
 void SpeculationGuard::Request::Record(int64_t proposed, int64_t accepted,
-                                       std::optional<double> draft_ms, double verify_ms) {
+                                       std::optional<double> draft_ms, double verify_ms,
+                                       int64_t forward_rows) {
   std::lock_guard lock(guard_->mutex_);
   const int64_t asked = last_.block_size - 1;
   if (asked > 0) {
@@ -171,9 +175,8 @@ void SpeculationGuard::Request::Record(int64_t proposed, int64_t accepted,
     regime.Add(asked, proposed, accepted);
     if (regime.asked.front() > kRegimeMemory) regime.Scale(0.5);
   }
-  // A call for no drafts only took in context: not what drafting costs.
-  if (asked > 0 && draft_ms.has_value()) guard_->costs_.RecordDraft(batch_, *draft_ms);
-  guard_->costs_.RecordVerify(batch_, proposed + 1, verify_ms);
+  if (draft_ms.has_value()) guard_->costs_.RecordDraft(batch_, asked > 0, *draft_ms);
+  guard_->costs_.RecordVerify(batch_, proposed + 1, forward_rows, verify_ms);
 }
 
 }  // namespace specd::engine

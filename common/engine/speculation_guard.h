@@ -4,9 +4,12 @@
 // guard prices one pair (a served target and its drafter on one device); each request opens its
 // own view of it.
 //
-// A step that asks for k − 1 drafts is expected to emit 1 + Σ_{i<k−1} P(drafts 1 … i + 1 are
-// accepted) tokens, and to cost the draft call (none for k = 1) plus the verify forward of the
-// block the drafter is expected to fill (a suffix drafter often proposes fewer than asked).
+// A step that asks for k − 1 drafts is expected to emit E(k) = 1 + Σ_{i<k−1} P(drafts 1 … i + 1
+// are accepted) tokens, and to cost the draft call plus the verify forward, which carries the
+// block the drafter is expected to fill (a suffix drafter often proposes fewer than asked) beside
+// the other requests' blocks. That forward is every batched request's step and they all run this
+// guard on the same measurements, so a block is priced as if every open request chose it: alone,
+// the request's own speed; among many, a wide block pays only if a forward of all of them does.
 // Acceptance is counted per regime over the pair's requests, and per request, whose own recent
 // steps weigh more as they come; costs are StepCosts at the number of requests open on the guard.
 //
@@ -55,9 +58,10 @@ class SpeculationGuard {
     // step has room for one token only.
     int64_t Choose(int64_t room);
     // What the step Choose planned did: the drafts proposed and accepted, the draft call's time
-    // (none for a step without one; ignored for a block of 1) and the verify's.
+    // (none for a step without one) and the verify's, whose forward had `forward_rows` rows
+    // (EmittedTokens::forward_rows; 0: unknown).
     void Record(int64_t proposed, int64_t accepted, std::optional<double> draft_ms,
-                double verify_ms);
+                double verify_ms, int64_t forward_rows);
 
     // The last choice.
     const GuardChoice& last() const { return last_; }

@@ -8,18 +8,40 @@ namespace {
 
 // Later samples move a mean by this share: about the last 16 steps count.
 constexpr double kWeight = 1.0 / 16;
+// The verify line's samples fade by this factor per step: about the last 64 count.
+constexpr double kLineFading = 1 - 1.0 / 64;
 
 }  // namespace
 
-void StepCosts::Mean::Add(double value, int64_t step) {
+void StepCosts::Mean::Add(double sample, int64_t step) {
   ++samples;
-  ms += (value - ms) * std::max(kWeight, 1.0 / static_cast<double>(samples));
+  value += (sample - value) * std::max(kWeight, 1.0 / static_cast<double>(samples));
   at_step = step;
 }
 
 std::optional<int64_t> StepCosts::Mean::AgeAt(int64_t step) const {
   if (samples == 0) return std::nullopt;
   return step - at_step;
+}
+
+void StepCosts::Line::Add(double sample_rows, double sample_ms) {
+  for (double* sum : {&weight, &rows, &rows_squared, &ms, &rows_ms}) *sum *= kLineFading;
+  weight += 1;
+  rows += sample_rows;
+  rows_squared += sample_rows * sample_rows;
+  ms += sample_ms;
+  rows_ms += sample_rows * sample_ms;
+}
+
+double StepCosts::Line::At(double at_rows) const {
+  const double mean_rows = rows / weight;
+  const double mean_ms = ms / weight;
+  const double spread = rows_squared / weight - mean_rows * mean_rows;
+  // Rows that never varied say nothing of the slope: flat until they do. Time never falls
+  // with more rows.
+  const double slope =
+      spread < 1 ? 0 : std::max(0.0, (rows_ms / weight - mean_rows * mean_ms) / spread);
+  return std::max(0.0, mean_ms + slope * (at_rows - mean_rows));
 }
 
 size_t StepCosts::BucketOf(int64_t batch) {
@@ -38,71 +60,43 @@ const StepCosts::Bucket* StepCosts::Find(int64_t batch) const {
   return bucket < buckets_.size() ? &buckets_[bucket] : nullptr;
 }
 
-void StepCosts::RecordVerify(int64_t batch, int64_t block, double ms) {
+void StepCosts::RecordVerify(int64_t batch, int64_t own, int64_t forward_rows, double ms) {
   Bucket& bucket = At(batch);
-  ++bucket.steps;
-  if (static_cast<int64_t>(bucket.verify.size()) < block) bucket.verify.resize(block);
-  bucket.verify[block - 1].Add(ms, bucket.steps);
+  const int64_t step = ++bucket.steps;
+  const int64_t rows = forward_rows > 0 ? std::max(forward_rows, own) : own * batch;
+  bucket.verify.Add(static_cast<double>(rows), ms);
+  if (own == 1) bucket.single.Add(ms, step);
 }
 
-void StepCosts::RecordDraft(int64_t batch, double ms) {
+void StepCosts::RecordDraft(int64_t batch, bool drafting, double ms) {
   Bucket& bucket = At(batch);
-  bucket.draft.Add(ms, bucket.steps);
+  (drafting ? bucket.drafting : bucket.context_only).Add(ms, bucket.steps);
 }
 
-std::optional<double> StepCosts::VerifyMs(int64_t batch, double block) const {
+std::optional<double> StepCosts::VerifyMs(int64_t batch, double rows) const {
+  const Bucket* bucket = Find(batch);
+  if (bucket == nullptr || bucket->verify.weight == 0) return std::nullopt;
+  return bucket->verify.At(rows);
+}
+
+std::optional<double> StepCosts::DraftMs(int64_t batch, bool drafting) const {
   const Bucket* bucket = Find(batch);
   if (bucket == nullptr) return std::nullopt;
-  // The measured sizes nearest below and above `block`.
-  const Mean* below = nullptr;
-  const Mean* above = nullptr;
-  double below_size = 0;
-  double above_size = 0;
-  const Mean* first = nullptr;
-  double first_size = 0;
-  for (size_t i = 0; i < bucket->verify.size(); ++i) {
-    const Mean& mean = bucket->verify[i];
-    if (mean.samples == 0) continue;
-    const auto size = static_cast<double>(i + 1);
-    if (first == nullptr) {
-      first = &mean;
-      first_size = size;
-    }
-    if (size <= block) {
-      below = &mean;
-      below_size = size;
-    } else if (above == nullptr) {
-      above = &mean;
-      above_size = size;
-    }
-  }
-  if (below == nullptr && above == nullptr) return std::nullopt;
-  if (below == nullptr) return above->ms;  // smaller than any measured: no cheaper than it
-  if (above == nullptr) {
-    // Larger than any measured: on the line through the smallest and largest measured sizes.
-    if (below == first) return below->ms;
-    const double slope = std::max(0.0, (below->ms - first->ms) / (below_size - first_size));
-    return below->ms + slope * (block - below_size);
-  }
-  return below->ms + (above->ms - below->ms) * (block - below_size) / (above_size - below_size);
+  const Mean& mean = drafting ? bucket->drafting : bucket->context_only;
+  if (mean.samples == 0) return std::nullopt;
+  return mean.value;
 }
 
-std::optional<double> StepCosts::DraftMs(int64_t batch) const {
+std::optional<int64_t> StepCosts::SingleAge(int64_t batch) const {
   const Bucket* bucket = Find(batch);
-  if (bucket == nullptr || bucket->draft.samples == 0) return std::nullopt;
-  return bucket->draft.ms;
-}
-
-std::optional<int64_t> StepCosts::VerifyAge(int64_t batch, int64_t block) const {
-  const Bucket* bucket = Find(batch);
-  if (bucket == nullptr || static_cast<int64_t>(bucket->verify.size()) < block) return std::nullopt;
-  return bucket->verify[block - 1].AgeAt(bucket->steps);
+  if (bucket == nullptr) return std::nullopt;
+  return bucket->single.AgeAt(bucket->steps);
 }
 
 std::optional<int64_t> StepCosts::DraftAge(int64_t batch) const {
   const Bucket* bucket = Find(batch);
   if (bucket == nullptr) return std::nullopt;
-  return bucket->draft.AgeAt(bucket->steps);
+  return bucket->drafting.AgeAt(bucket->steps);
 }
 
 }  // namespace specd::engine

@@ -1,10 +1,12 @@
 #pragma once
-// What a decode step costs on one served pair, measured as it serves: the draft call and the
-// verify forward by the verify block's size, each by the number of requests decoding at once
-// (the step schedulers batch them into one forward, so a step's time depends on its company).
-// Batch sizes are bucketed by powers of two. A block size never measured is interpolated
-// linearly between the measured ones (a verify forward costs a weight read plus a little per
-// token), so a few measured sizes price them all. Not thread-safe: the guard locks it.
+// What decode steps cost on one served pair, measured as it serves, by the number of requests
+// decoding at once (bucketed by powers of two): the step schedulers batch their forwards, so a
+// step's time is that of a forward over every member's rows. Kept per batch size:
+// - the verify forward's time as a line in its rows, fitted to recent steps (a forward that also
+//   took prefill chunks is priced by its larger row count, not blamed on a block);
+// - the draft call's time, drafting and taking in context only (which still waits for the
+//   others' drafting when they draft).
+// Not thread-safe: the guard locks it.
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -13,34 +15,44 @@ namespace specd::engine {
 
 class StepCosts {
  public:
-  void RecordVerify(int64_t batch, int64_t block, double ms);
-  void RecordDraft(int64_t batch, double ms);
+  // A verify step at `batch` open requests that took `ms`, in a forward of `forward_rows` rows
+  // (0: unknown, taken as `batch` blocks like its own), `own` of them its own.
+  void RecordVerify(int64_t batch, int64_t own, int64_t forward_rows, double ms);
+  // A draft call at `batch` that drafted (or only took in context).
+  void RecordDraft(int64_t batch, bool drafting, double ms);
 
-  // The verify time of a block of `block` tokens (fractional: an expected size) at `batch`
-  // requests, from that batch's bucket; nullopt before any verify there.
-  std::optional<double> VerifyMs(int64_t batch, double block) const;
-  // The draft call's time at `batch`; nullopt before any draft there.
-  std::optional<double> DraftMs(int64_t batch) const;
+  // The time of a forward of `rows` rows (fractional: expected) at `batch`; nullopt before any.
+  std::optional<double> VerifyMs(int64_t batch, double rows) const;
+  std::optional<double> DraftMs(int64_t batch, bool drafting) const;
 
-  // Verify steps recorded at `batch` since a verify of `block` tokens, or a draft call, was
+  // Verify steps recorded at `batch` since one of a single own token, or a drafting call, was
   // (nullopt: never).
-  std::optional<int64_t> VerifyAge(int64_t batch, int64_t block) const;
+  std::optional<int64_t> SingleAge(int64_t batch) const;
   std::optional<int64_t> DraftAge(int64_t batch) const;
 
  private:
   // An exponentially weighted mean: the first samples count fully, later ones by a fixed
   // weight, so the cost follows a machine whose load changes.
   struct Mean {
-    double ms = 0;
+    double value = 0;
     int64_t samples = 0;
     int64_t at_step = 0;  // the bucket's step count when last recorded
 
-    void Add(double value, int64_t step);
+    void Add(double sample, int64_t step);
     std::optional<int64_t> AgeAt(int64_t step) const;
   };
+  // Least squares of ms on rows over the samples, older ones fading.
+  struct Line {
+    double weight = 0, rows = 0, rows_squared = 0, ms = 0, rows_ms = 0;
+
+    void Add(double sample_rows, double sample_ms);
+    double At(double at_rows) const;
+  };
   struct Bucket {
-    std::vector<Mean> verify;  // [block − 1]
-    Mean draft;
+    Line verify;
+    Mean single;  // steps of one own token (for their age)
+    Mean drafting;
+    Mean context_only;
     int64_t steps = 0;
   };
 

@@ -38,7 +38,11 @@ absl::StatusOr<TargetStep> TargetBatcher::Run(TargetSession& session) {
 std::vector<bool> TargetBatcher::Step(std::span<TargetJob* const> batch) const {
   std::vector<model::SequenceInput> inputs;
   inputs.reserve(batch.size());
-  for (const TargetJob* job : batch) inputs.push_back(job->session->NextForward());
+  int64_t rows = 0;
+  for (const TargetJob* job : batch) {
+    rows += job->rows();
+    inputs.push_back(job->session->NextForward());
+  }
   absl::StatusOr<std::vector<model::ForwardOutput>> outputs = target_.ForwardBatch(inputs);
   std::vector<bool> done(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -47,6 +51,7 @@ std::vector<bool> TargetBatcher::Step(std::span<TargetJob* const> batch) const {
         outputs.ok() ? absl::StatusOr<model::ForwardOutput>(std::move((*outputs)[i]))
                      : absl::StatusOr<model::ForwardOutput>(outputs.status()));
     done[i] = job.result.has_value();
+    if (done[i] && job.result->ok()) (*job.result)->tokens.forward_rows = rows;
   }
   return done;
 }

@@ -40,7 +40,8 @@ absl::StatusOr<engine::EmittedTokens> RemoteTargetPort::Verify(std::span<const i
   context_ = response->context();
   engine::EmittedTokens tokens{.ids = std::vector<int64_t>(response->accepted_token_ids().begin(),
                                                            response->accepted_token_ids().end()),
-                               .logprobs = {}};
+                               .logprobs = {},
+                               .forward_rows = response->forward_rows()};
   tokens.ids.push_back(response->next_token_id());
   for (const v1::TokenLogprob& logprob : response->logprobs()) {
     tokens.logprobs.push_back(verifier::FromProto(logprob));

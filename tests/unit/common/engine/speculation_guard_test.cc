@@ -1,6 +1,7 @@
 // The speculation guard on simulated pairs, whose drafts are accepted with known odds and whose
 // calls take known times: it speculates where that pays, with the block that pays most, stops
 // where it does not, prices each batch size apart and comes back when drafts become good again.
+// And StepCosts, which prices a forward by its rows.
 #include "common/engine/speculation_guard.h"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "common/engine/step_costs.h"
 #include "gtest/gtest.h"
 
 namespace specd::engine {
@@ -34,7 +36,7 @@ struct SimulatedPair {
       int64_t kept = 0;
       while (kept < drafts && accepted(random)) ++kept;
       request.Record(drafts, kept, drafts > 0 ? std::optional<double>(draft_ms) : std::nullopt,
-                     verify_ms(block));
+                     verify_ms(block), /*forward_rows=*/0);
       chosen.push_back(block);
     }
     return chosen;
@@ -45,6 +47,32 @@ struct SimulatedPair {
 int64_t CountIn(const std::vector<int64_t>& chosen, int64_t size, size_t tail) {
   return std::count(chosen.end() - static_cast<int64_t>(std::min(tail, chosen.size())),
                     chosen.end(), size);
+}
+
+TEST(StepCostsTest, PricesAForwardOfAnyRowsFromTheLineThroughThoseMeasured) {
+  StepCosts costs;
+  EXPECT_FALSE(costs.VerifyMs(1, 4).has_value());
+  costs.RecordVerify(1, 1, 1, 10);
+  // One row count measured: flat.
+  EXPECT_DOUBLE_EQ(*costs.VerifyMs(1, 16), 10);
+  for (int i = 0; i < 8; ++i) {
+    costs.RecordVerify(1, 16, 16, 25);
+    costs.RecordVerify(1, 1, 1, 10);
+  }
+  EXPECT_NEAR(*costs.VerifyMs(1, 8), 17, 1e-6);
+  EXPECT_NEAR(*costs.VerifyMs(1, 31), 40, 1e-6);
+  EXPECT_FALSE(costs.VerifyMs(16, 8).has_value()) << "each batch size apart";
+}
+
+TEST(StepCostsTest, AForwardThatAlsoTookPrefillRowsIsPricedByThemNotByTheBlock) {
+  StepCosts costs;
+  for (int i = 0; i < 8; ++i) {
+    costs.RecordVerify(2, 1, 2, 10);     // two requests' single tokens
+    costs.RecordVerify(2, 1, 402, 210);  // beside a 400-row prefill chunk
+  }
+  EXPECT_NEAR(*costs.VerifyMs(2, 32), 25, 1e-6);
+  EXPECT_EQ(costs.SingleAge(2), 0);
+  EXPECT_FALSE(costs.DraftAge(2).has_value());
 }
 
 TEST(SpeculationGuardTest, AFreshGuardSpeculatesAFullBlockThenMeasuresASingleToken) {
