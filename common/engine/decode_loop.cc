@@ -65,8 +65,8 @@ absl::StatusOr<GenerationResult> RunDecodeLoop(TargetPort& target, DraftPort* dr
     const bool guarded = guard != nullptr && draft != nullptr;
     const int64_t block = guarded ? guard->Choose(room) : room;
     if (guarded) step.guard = guard->last();
-    // A guarded step of one token still calls the drafter, for no drafts: it takes in the
-    // context now, and its batcher, which waits for every member, does not wait for it.
+    // A guarded step of one token still tells the draft port, asking for no drafts, so that no
+    // draft batcher waits for this request (DraftPort::Propose).
     if (draft != nullptr && room > 1) {
       start = Clock::now();
       absl::StatusOr<std::vector<int64_t>> proposed =

@@ -1,5 +1,7 @@
 #include "common/engine/in_process_ports.h"
 
+#include <ATen/ATen.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -28,7 +30,23 @@ absl::StatusOr<EmittedTokens> InProcessTargetPort::Keep(absl::StatusOr<TargetSte
   return std::move(step->tokens);
 }
 
-std::vector<CommittedContext> InProcessTargetPort::TakeContext() { return std::move(pending_); }
+std::vector<CommittedContext> InProcessTargetPort::TakeContext() {
+  // Pieces that follow each other become one, so a drafter that skipped steps catches up in one
+  // forward rather than one per step.
+  std::vector<CommittedContext> merged;
+  for (CommittedContext& piece : pending_) {
+    CommittedContext* last = merged.empty() ? nullptr : &merged.back();
+    if (last != nullptr && piece.begin == last->begin + static_cast<int64_t>(last->ids.size()) &&
+        last->rows.defined() == piece.rows.defined()) {
+      last->ids.insert(last->ids.end(), piece.ids.begin(), piece.ids.end());
+      if (last->rows.defined()) last->rows = at::cat({last->rows, piece.rows});
+    } else {
+      merged.push_back(std::move(piece));
+    }
+  }
+  pending_.clear();
+  return merged;
+}
 
 InProcessDraftPort::InProcessDraftPort(InProcessTargetPort& target,
                                        std::unique_ptr<DraftSession> session,
@@ -41,6 +59,13 @@ InProcessDraftPort::InProcessDraftPort(InProcessTargetPort& target,
 
 absl::StatusOr<std::vector<int64_t>> InProcessDraftPort::Propose(int64_t anchor,
                                                                  int64_t max_tokens) {
+  if (max_tokens <= 0) {
+    // Nothing to draft: the context waits in the target port for the next proposal, taken in
+    // then in one piece, and the batcher does not wait for a member that is not drafting.
+    membership_ = {};
+    return std::vector<int64_t>();
+  }
+  if (!membership_.joined()) membership_ = batcher_.Join();
   const std::vector<CommittedContext> context = target_.TakeContext();
   absl::StatusOr<DraftProposal> proposal =
       batcher_.Propose({.session = session_.get(),

@@ -33,7 +33,7 @@ class InProcessTargetPort final : public TargetPort {
   absl::StatusOr<EmittedTokens> Prefill() override;
   absl::StatusOr<EmittedTokens> Verify(std::span<const int64_t> drafts) override;
 
-  // The context committed since the last call, oldest first.
+  // The context committed since the last call, oldest first, consecutive pieces joined.
   std::vector<CommittedContext> TakeContext();
 
  private:

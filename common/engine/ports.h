@@ -43,7 +43,9 @@ class DraftPort {
  public:
   virtual ~DraftPort() = default;
   // Up to min(max_tokens, block size − 1) proposals for the tokens after `anchor`, the last token
-  // emitted, having taken in whatever its target port committed since the last call.
+  // emitted, having taken in whatever its target port committed since the last call. With
+  // max_tokens 0 the step drafts nothing: the port may take the context in now or with its next
+  // proposal, and its drafter's step batcher must not wait for it meanwhile.
   virtual absl::StatusOr<std::vector<int64_t>> Propose(int64_t anchor, int64_t max_tokens) = 0;
 };
 

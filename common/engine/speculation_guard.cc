@@ -154,10 +154,11 @@ int64_t SpeculationGuard::Request::Choose(int64_t room) {
       idle_steps_ = 0;
       probe_after_ = kFirstProbe;
     } else if (++idle_steps_ >= probe_after_) {
-      // Its own odds may have changed while it was not looking: a full block shows them all.
+      // Its own odds may have changed while it was not looking: the cheapest look is the block
+      // that would pay soonest.
       idle_steps_ = 0;
       probe_after_ *= 2;
-      choice = explore({.block_size = limit});
+      choice = explore(prices->drafted);
     }
   }
   last_ = choice;

@@ -15,8 +15,9 @@
 //
 // It explores what it cannot price yet, and what it has not measured for a while: a batch size's
 // first steps speculate and then verify a single token, both again every kRefreshSteps steps at
-// that batch size; a request that stopped speculating tries a full block after 32, 64, 128, … of
-// its steps, so a drafter that becomes good again (the text turned repetitive) is taken back.
+// that batch size; a request that stopped speculating tries its best-priced block after 32, 64,
+// 128, … of its steps, so a drafter that becomes good again (the text turned repetitive) is
+// taken back.
 #include <array>
 #include <cstdint>
 #include <mutex>

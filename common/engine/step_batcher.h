@@ -83,6 +83,7 @@ class StepBatcher {
       }
       return *this;
     }
+    bool joined() const { return batcher_ != nullptr; }
     ~Membership() { Leave(); }
 
    private:
