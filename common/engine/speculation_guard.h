@@ -66,7 +66,6 @@ class SpeculationGuard {
 
     // The last choice.
     const GuardChoice& last() const { return last_; }
-    Regime regime() const { return regime_; }
 
    private:
     friend class SpeculationGuard;
@@ -94,7 +93,7 @@ class SpeculationGuard {
   Request Open(Regime regime, int64_t block_size);
 
  private:
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   StepCosts costs_;
   std::array<DraftPositionCounts, 3> regimes_;  // by Regime
   int64_t open_ = 0;

@@ -65,7 +65,7 @@ void StepCosts::RecordVerify(int64_t batch, int64_t own, int64_t forward_rows, d
   const int64_t step = ++bucket.steps;
   const int64_t rows = forward_rows > 0 ? std::max(forward_rows, own) : own * batch;
   bucket.verify.Add(static_cast<double>(rows), ms);
-  if (own == 1) bucket.single.Add(ms, step);
+  if (own == 1) bucket.single_at_step = step;
 }
 
 void StepCosts::RecordDraft(int64_t batch, bool drafting, double ms) {
@@ -89,8 +89,8 @@ std::optional<double> StepCosts::DraftMs(int64_t batch, bool drafting) const {
 
 std::optional<int64_t> StepCosts::SingleAge(int64_t batch) const {
   const Bucket* bucket = Find(batch);
-  if (bucket == nullptr) return std::nullopt;
-  return bucket->single.AgeAt(bucket->steps);
+  if (bucket == nullptr || !bucket->single_at_step.has_value()) return std::nullopt;
+  return bucket->steps - *bucket->single_at_step;
 }
 
 std::optional<int64_t> StepCosts::DraftAge(int64_t batch) const {

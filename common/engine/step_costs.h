@@ -50,7 +50,7 @@ class StepCosts {
   };
   struct Bucket {
     Line verify;
-    Mean single;  // steps of one own token (for their age)
+    std::optional<int64_t> single_at_step;  // the last step of one own token
     Mean drafting;
     Mean context_only;
     int64_t steps = 0;
