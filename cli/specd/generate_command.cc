@@ -41,6 +41,7 @@ struct GenerateFlags {
   int64_t block_size = 0;
   int64_t draft_window = 0;
   bool speculation_guard = true;
+  bool rejection_sampling = false;
   int64_t logprobs = -1;  // -1: none
 };
 
@@ -149,10 +150,12 @@ absl::Status Generate(const GenerateFlags& flags) {
         engine::OpenDrafter(flags.drafter, *target, flags.block_size);
     if (!opened.ok()) return opened.status();
     drafter = *std::move(opened);
-    generator = engine::Generator::Speculative(
-        *target, *drafter, output_tokenizer,
-        {.block_size = flags.block_size, .window = flags.draft_window, .min_confidence = 0}, {},
-        flags.speculation_guard);
+    generator = engine::Generator::Speculative(*target, *drafter, output_tokenizer,
+                                               {.block_size = flags.block_size,
+                                                .window = flags.draft_window,
+                                                .min_confidence = 0,
+                                                .rejection_sampling = flags.rejection_sampling},
+                                               {}, flags.speculation_guard);
     if (!generator.ok()) return generator.status();
   }
   absl::StatusOr<engine::GenerationResult> result = generator->Generate(request, stream);
@@ -228,6 +231,13 @@ void AddGenerateCommand(CLI::App& app) {
       ->add_flag("--speculation-guard,!--no-speculation-guard", flags->speculation_guard,
                  "With --drafter: pick each step's block (up to --block-size) by measured cost "
                  "and acceptance, 1 when speculation does not pay (default: on)")
+      ->needs(drafter);
+  command
+      ->add_flag("--rejection-sampling", flags->rejection_sampling,
+                 "With --drafter and --temperature > 0: draw the drafts from the drafter's "
+                 "distribution and accept them with probability min(1, p/q) (more accepted, the "
+                 "same distribution; a seed's tokens then depend on the blocks) rather than match "
+                 "its most likely tokens against the target's draw")
       ->needs(drafter);
   command
       ->add_option(

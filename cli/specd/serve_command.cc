@@ -100,6 +100,7 @@ struct ServeFlags {
   int64_t max_waiting = 64;
   int64_t block_size = 0;
   bool speculation_guard = true;
+  std::string draft_acceptance = "match";
   double call_timeout_s = 60;
   // trainer
   std::string work_root = "runs/trainer";
@@ -453,6 +454,7 @@ absl::Status AddOrchestrator(const ServeFlags& flags, const std::string& tokeniz
            .default_block_size = flags.block_size,
            .default_draft_window = flags.window,
            .speculation_guard = flags.speculation_guard,
+           .rejection_sampling = flags.draft_acceptance == "rejection-sampling",
            .chat_flavor = text::ChatFlavor::kQwen3_5});
   if (!handler.ok()) return handler.status();
   role.generation = *std::move(handler);
@@ -760,6 +762,15 @@ void AddServeCommand(CLI::App& app) {
                   "orchestrator, all: pick each step's block (up to the default) by measured "
                   "cost and acceptance, 1 when speculation does not pay; a request's "
                   "speculation.block_size fixes its own (default: on)");
+  serve
+      ->add_option("--draft-acceptance", flags->draft_acceptance,
+                   "orchestrator, all: how a sampled request that names none has its drafts "
+                   "drawn and accepted: match (the drafter's most likely tokens against the "
+                   "target's draw; a seed gives the target-only tokens) or rejection-sampling "
+                   "(drafts drawn from the drafter, accepted with probability min(1, p/q): more "
+                   "accepted, the same distribution)")
+      ->check(CLI::IsMember({"match", "rejection-sampling"}))
+      ->capture_default_str();
   serve
       ->add_option("--call-timeout", flags->call_timeout_s,
                    "orchestrator: seconds before a verifier or drafter call fails")

@@ -61,7 +61,7 @@ absl::StatusOr<GenerationResult> RunDecodeLoop(TargetPort& target, DraftPort* dr
     DecodeStep step;
     // The step emits at most one token per block position: drafts stop where the output must.
     const int64_t room = stop.max_new_tokens - output.size();
-    std::vector<int64_t> drafts;
+    Drafts drafts;
     const bool guarded = guard != nullptr && draft != nullptr;
     const int64_t block = guarded ? guard->Choose(room) : room;
     if (guarded) step.guard = guard->last();
@@ -69,8 +69,7 @@ absl::StatusOr<GenerationResult> RunDecodeLoop(TargetPort& target, DraftPort* dr
     // draft batcher waits for this request (DraftPort::Propose).
     if (draft != nullptr && room > 1) {
       start = Clock::now();
-      absl::StatusOr<std::vector<int64_t>> proposed =
-          draft->Propose(output.ids().back(), block - 1);
+      absl::StatusOr<Drafts> proposed = draft->Propose(output.ids().back(), block - 1);
       step.draft_ms = MillisecondsSince(start);
       stats.draft_ms += *step.draft_ms;
       if (proposed.ok()) {
@@ -86,7 +85,7 @@ absl::StatusOr<GenerationResult> RunDecodeLoop(TargetPort& target, DraftPort* dr
     if (!verified.ok()) return verified.status();
     step.target_ms = MillisecondsSince(start);
     stats.verify_ms += step.target_ms;
-    step.proposed = static_cast<int64_t>(drafts.size());
+    step.proposed = static_cast<int64_t>(drafts.tokens.size());
     step.accepted = verified->accepted();
     if (guarded && step.drafter_failure.ok()) {
       guard->Record(step.proposed, step.accepted, step.draft_ms, step.target_ms,

@@ -64,30 +64,41 @@ class DFlashDraftSession final : public DraftSession {
   model::DFlashCache cache_;
 };
 
-// The proposal of one call from its rows of the head's logits [count, vocab].
-DraftProposal ProposalOf(const at::Tensor& logits, const DraftCall& call) {
-  const int64_t count = logits.size(0);
-  if (call.options.min_confidence <= 0 && !call.report_confidence) {
-    const at::Tensor tokens = logits.argmax(-1).cpu();
-    const int64_t* ids = tokens.data_ptr<int64_t>();
-    return {.tokens = std::vector<int64_t>(ids, ids + count), .confidence = {}};
+// The proposal of one call, whose block is anchored after `position`, from its rows of the head's
+// logits [count, vocab].
+DraftProposal ProposalOf(const at::Tensor& logits, const DraftCall& call, int64_t position) {
+  DraftProposal proposal;
+  int64_t kept = logits.size(0);
+  at::Tensor most_likely;
+  if (call.options.min_confidence > 0 || call.report_confidence) {
+    // The probabilities (a softmax over the vocabulary per token) only when they are used.
+    const auto [probability, token] = at::softmax(logits, -1).max(-1);
+    most_likely = token;
+    const at::Tensor confidence = probability.to(at::kFloat).cpu().contiguous();
+    if (call.options.min_confidence > 0) {
+      // The first position below the threshold and everything after it are dropped.
+      kept = at::cumprod((confidence >= call.options.min_confidence).to(at::kLong), 0)
+                 .sum()
+                 .item<int64_t>();
+    }
+    if (call.report_confidence) {
+      proposal.confidence.assign(confidence.data_ptr<float>(), confidence.data_ptr<float>() + kept);
+    }
   }
-  // The probabilities (a softmax over the vocabulary per token) only when they are used.
-  const auto [probability, token] = at::softmax(logits, -1).max(-1);
-  const at::Tensor tokens = token.cpu();
-  const at::Tensor confidence = probability.to(at::kFloat).cpu().contiguous();
-  int64_t kept = count;
-  if (call.options.min_confidence > 0) {
-    // The first position below the threshold and everything after it are dropped.
-    kept = at::cumprod((confidence >= call.options.min_confidence).to(at::kLong), 0)
-               .sum()
-               .item<int64_t>();
+  if (call.options.sampling.temperature > 0) {
+    // Drawn from the drafter's distributions rather than their most likely tokens.
+    model::Sampler sampler(call.options.sampling.ForBlock(position));
+    for (int64_t i = 0; i < kept; ++i) {
+      auto [token, distribution] = DrawDraft(logits[i], sampler);
+      proposal.tokens.push_back(token);
+      proposal.distributions.push_back(std::move(distribution));
+    }
+    return proposal;
   }
-  const int64_t* ids = tokens.data_ptr<int64_t>();
-  const float* confidences = confidence.data_ptr<float>();
-  return {.tokens = std::vector<int64_t>(ids, ids + kept),
-          .confidence = call.report_confidence ? std::vector<float>(confidences, confidences + kept)
-                                               : std::vector<float>()};
+  if (!most_likely.defined()) most_likely = logits.argmax(-1);
+  const at::Tensor tokens = most_likely.narrow(0, 0, kept).cpu().contiguous();
+  proposal.tokens.assign(tokens.data_ptr<int64_t>(), tokens.data_ptr<int64_t>() + kept);
+  return proposal;
 }
 
 }  // namespace
@@ -156,7 +167,8 @@ std::vector<absl::StatusOr<DraftProposal>> DFlashBlockDrafter::ProposeBatch(
         hidden->index_select(0, at::tensor(proposal_rows, at::kLong).to(hidden->device())));
     int64_t offset = 0;
     for (const size_t i : drafting) {
-      results[i] = ProposalOf(logits.narrow(0, offset, batch[i].count), batch[i]);
+      results[i] =
+          ProposalOf(logits.narrow(0, offset, batch[i].count), batch[i], sessions[i]->length());
       offset += batch[i].count;
     }
     return absl::OkStatus();

@@ -1,5 +1,7 @@
 #include "common/engine/draft_session.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 
 namespace specd::engine {
@@ -21,6 +23,15 @@ absl::StatusOr<DraftOptions> ResolveDraftOptions(const DraftOptions& options,
   if (!(resolved.min_confidence >= 0 && resolved.min_confidence <= 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("min_confidence = ", resolved.min_confidence, " is outside [0, 1]"));
+  }
+  const DraftSampling& sampling = resolved.sampling;
+  if (!(sampling.temperature >= 0 && std::isfinite(sampling.temperature)) || sampling.top_k < 0 ||
+      !(sampling.top_p > 0 && sampling.top_p <= 1) ||
+      !(sampling.min_p >= 0 && sampling.min_p <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sampling (temperature ", sampling.temperature, ", top_k ", sampling.top_k,
+                     ", top_p ", sampling.top_p, ", min_p ", sampling.min_p,
+                     ") is outside temperature ≥ 0, top_k ≥ 0, top_p in (0, 1], min_p in [0, 1]"));
   }
   return resolved;
 }

@@ -13,6 +13,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/engine/draft_sampling.h"
+#include "common/engine/ports.h"
 #include "common/model/cache_footprint.h"
 
 namespace specd::engine {
@@ -24,6 +26,15 @@ struct DraftOptions {
   // Adaptive draft length: the proposals stop before the first position whose most likely token
   // has a draft probability below this, so unlikely drafts cost no verify work. 0: fixed blocks.
   double min_confidence = 0;
+  // Rejection sampling for a sampled request (temperature > 0): drafts drawn from the drafter's
+  // distribution and accepted with probability min(1, p / q), which accepts more than matching
+  // the drafter's most likely token against the target's draw, with the same output
+  // distribution; but a seed's output then depends on the blocks drafted, where matching gives
+  // target-only decoding's tokens exactly. Greedy requests match either way.
+  bool rejection_sampling = false;
+  // How the drafts are drawn: the request's DraftSamplingFor when rejection sampling a sampled
+  // request (set where the request's ports open), the most likely tokens otherwise.
+  DraftSampling sampling = {};
 };
 
 // OK when `options` are in range for a drafter trained on blocks of `trained_block_size`; the
@@ -45,7 +56,10 @@ struct CommittedContext {
 
 struct DraftProposal {
   std::vector<int64_t> tokens;
-  std::vector<float> confidence;  // the drafter's probability of each token, when reported
+  // The drafter's probability of its most likely token at each position, when reported.
+  std::vector<float> confidence;
+  // What each token was drawn from, when drawn (DraftOptions::sampling); empty otherwise.
+  std::vector<DraftDistribution> distributions;
 };
 
 class DraftSession {

@@ -20,7 +20,7 @@ absl::StatusOr<EmittedTokens> InProcessTargetPort::Prefill() {
   return Keep(batcher_.Prefill(session_));
 }
 
-absl::StatusOr<EmittedTokens> InProcessTargetPort::Verify(std::span<const int64_t> drafts) {
+absl::StatusOr<EmittedTokens> InProcessTargetPort::Verify(const Drafts& drafts) {
   return Keep(batcher_.Verify(session_, drafts));
 }
 
@@ -57,13 +57,12 @@ InProcessDraftPort::InProcessDraftPort(InProcessTargetPort& target,
       batcher_(batcher),
       membership_(batcher.Join()) {}
 
-absl::StatusOr<std::vector<int64_t>> InProcessDraftPort::Propose(int64_t anchor,
-                                                                 int64_t max_tokens) {
+absl::StatusOr<Drafts> InProcessDraftPort::Propose(int64_t anchor, int64_t max_tokens) {
   if (max_tokens <= 0) {
     // Nothing to draft: the context waits in the target port for the next proposal, taken in
     // then in one piece, and the batcher does not wait for a member that is not drafting.
     membership_ = {};
-    return std::vector<int64_t>();
+    return Drafts();
   }
   if (!membership_.joined()) membership_ = batcher_.Join();
   const std::vector<CommittedContext> context = target_.TakeContext();
@@ -75,7 +74,8 @@ absl::StatusOr<std::vector<int64_t>> InProcessDraftPort::Propose(int64_t anchor,
                         .options = options_,
                         .report_confidence = false});
   if (!proposal.ok()) return proposal.status();
-  return std::move(proposal->tokens);
+  return Drafts{.tokens = std::move(proposal->tokens),
+                .distributions = std::move(proposal->distributions)};
 }
 
 InProcessPair::InProcessPair(const model::Qwen35Model& target, const Drafter* drafter,
@@ -100,6 +100,7 @@ absl::StatusOr<RequestPorts> InProcessPair::Open(const GenerationRequest& reques
     absl::StatusOr<DraftOptions> checked = drafter_->Resolve(*draft);
     if (!checked.ok()) return checked.status();
     resolved = *checked;
+    if (resolved->rejection_sampling) resolved->sampling = DraftSamplingFor(request.sampling);
   }
   const int64_t max_length =
       static_cast<int64_t>(request.prompt.size()) + request.stop.max_new_tokens;

@@ -31,7 +31,7 @@ class InProcessTargetPort final : public TargetPort {
                       std::optional<CachePool::Reservation> memory = std::nullopt);
 
   absl::StatusOr<EmittedTokens> Prefill() override;
-  absl::StatusOr<EmittedTokens> Verify(std::span<const int64_t> drafts) override;
+  absl::StatusOr<EmittedTokens> Verify(const Drafts& drafts) override;
 
   // The context committed since the last call, oldest first, consecutive pieces joined.
   std::vector<CommittedContext> TakeContext();
@@ -52,7 +52,7 @@ class InProcessDraftPort final : public DraftPort {
   InProcessDraftPort(InProcessTargetPort& target, std::unique_ptr<DraftSession> session,
                      const DraftOptions& options, DraftBatcher& batcher);
 
-  absl::StatusOr<std::vector<int64_t>> Propose(int64_t anchor, int64_t max_tokens) override;
+  absl::StatusOr<Drafts> Propose(int64_t anchor, int64_t max_tokens) override;
 
  private:
   InProcessTargetPort& target_;

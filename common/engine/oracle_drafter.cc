@@ -25,17 +25,25 @@ class OracleDraftSession final : public DraftSession {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<DraftProposal> Propose(int64_t anchor, int64_t count, const DraftOptions&,
+  absl::StatusOr<DraftProposal> Propose(int64_t anchor, int64_t count, const DraftOptions& options,
                                         bool) override {
     if (count <= 0) return DraftProposal();
     if (absl::Status synced = Sync(); !synced.ok()) return synced;
+    const bool drawn = options.sampling.temperature > 0;
+    model::Sampler sampler(options.sampling.ForBlock(length()));
     DraftProposal proposal;
     int64_t next = anchor;
     while (static_cast<int64_t>(proposal.tokens.size()) < count) {
       absl::StatusOr<at::Tensor> logits = target_.Decode(next, cache_);
       if (!logits.ok()) return logits.status();
       fed_.push_back(next);
-      next = logits->argmax().item<int64_t>();
+      if (drawn) {
+        auto [token, distribution] = DrawDraft(*logits, sampler);
+        next = token;
+        proposal.distributions.push_back(std::move(distribution));
+      } else {
+        next = logits->argmax().item<int64_t>();
+      }
       proposal.tokens.push_back(next);
     }
     return proposal;

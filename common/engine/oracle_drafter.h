@@ -2,7 +2,9 @@
 // A drafter that proposes exactly what the target would generate greedily, by running the target
 // itself on a second cache. Under greedy verification every proposal is accepted, so it shows the
 // engine's ceiling (τ = block size) and its overhead apart from any drafter's quality; tests and
-// `specd bench spec` use it. It reads committed ids, not hidden states, so it runs in process.
+// `specd bench spec` use it. Under rejection sampling it draws each draft from the target's own
+// distribution (over its most likely tokens), the ceiling there. It reads committed ids, not hidden
+// states, so it runs in process.
 #include <cstdint>
 #include <memory>
 #include <vector>

@@ -5,7 +5,6 @@
 // target-verifier and drafter services. Destroying a port releases its session.
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <utility>
 #include <vector>
 
@@ -17,6 +16,20 @@ struct TokenLogprob {
   int64_t token = 0;
   float logprob = 0;                           // under the target's raw distribution
   std::vector<std::pair<int64_t, float>> top;  // the row's most likely tokens, best first
+};
+
+// The distribution a draft was drawn from under rejection sampling: the drafter's probabilities
+// of its most likely tokens, which hold all of the distribution's mass.
+struct DraftDistribution {
+  std::vector<int64_t> ids;
+  std::vector<float> probabilities;
+};
+
+// One step's drafts: the drafter's most likely tokens (accepted where they equal the target's own
+// draw), or tokens drawn from its distributions (accepted with probability min(1, p / q)).
+struct Drafts {
+  std::vector<int64_t> tokens;
+  std::vector<DraftDistribution> distributions;  // empty, or one per token when drawn
 };
 
 // What one target step gave the output.
@@ -36,7 +49,7 @@ class TargetPort {
   // The prompt's forward and the first token; once, first.
   virtual absl::StatusOr<EmittedTokens> Prefill() = 0;
   // One forward over [the last emitted token, drafts…]; the drafts it accepted and its own token.
-  virtual absl::StatusOr<EmittedTokens> Verify(std::span<const int64_t> drafts) = 0;
+  virtual absl::StatusOr<EmittedTokens> Verify(const Drafts& drafts) = 0;
 };
 
 class DraftPort {
@@ -46,7 +59,7 @@ class DraftPort {
   // emitted, having taken in whatever its target port committed since the last call. With
   // max_tokens 0 the step drafts nothing: the port may take the context in now or with its next
   // proposal, and its drafter's step batcher must not wait for it meanwhile.
-  virtual absl::StatusOr<std::vector<int64_t>> Propose(int64_t anchor, int64_t max_tokens) = 0;
+  virtual absl::StatusOr<Drafts> Propose(int64_t anchor, int64_t max_tokens) = 0;
 };
 
 // One request's ports; the draft port, which may refer to the target port, goes first.

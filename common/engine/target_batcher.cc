@@ -23,8 +23,7 @@ absl::StatusOr<TargetStep> TargetBatcher::Prefill(TargetSession& session) {
   return Run(session);
 }
 
-absl::StatusOr<TargetStep> TargetBatcher::Verify(TargetSession& session,
-                                                 std::span<const int64_t> drafts) {
+absl::StatusOr<TargetStep> TargetBatcher::Verify(TargetSession& session, const Drafts& drafts) {
   if (absl::Status begun = session.BeginVerify(drafts); !begun.ok()) return begun;
   return Run(session);
 }

@@ -24,7 +24,7 @@ class TargetBatcher {
   // TargetSession's steps, run in the next batches that have room; they block until done. A
   // session's calls are serial; a LibTorch failure fails every session of its batch (INTERNAL).
   absl::StatusOr<TargetStep> Prefill(TargetSession& session);
-  absl::StatusOr<TargetStep> Verify(TargetSession& session, std::span<const int64_t> drafts);
+  absl::StatusOr<TargetStep> Verify(TargetSession& session, const Drafts& drafts);
 
   // Held by each open session, so that a step waits for the sessions about to come back.
   using Membership = StepBatcher<TargetJob>::Membership;

@@ -61,25 +61,30 @@ absl::Status TargetSession::BeginPrefill() {
   return absl::OkStatus();
 }
 
-absl::Status TargetSession::BeginVerify(std::span<const int64_t> drafts) {
+absl::Status TargetSession::BeginVerify(const Drafts& drafts) {
   if (phase_ != Phase::kIdle) {
     return absl::FailedPreconditionError(phase_ == Phase::kBroken
                                              ? "a failed forward left the session unusable"
                                              : "the session has a step in flight");
   }
   if (generated_.empty()) return absl::FailedPreconditionError("Verify before Prefill");
-  if (absl::Status ids = CheckTokenIds(drafts, target_->config().vocab_size); !ids.ok()) {
+  if (absl::Status ids = CheckTokenIds(drafts.tokens, target_->config().vocab_size); !ids.ok()) {
     return ids;
   }
+  if (absl::Status distributions = CheckDraftDistributions(drafts, target_->config().vocab_size);
+      !distributions.ok()) {
+    return distributions;
+  }
   // The step may emit a token per block position.
-  const auto block_length = static_cast<int64_t>(drafts.size()) + 1;
+  const auto block_length = static_cast<int64_t>(drafts.tokens.size()) + 1;
   if (block_length > room()) {
     return absl::OutOfRangeError(
         absl::StrCat("a block of ", block_length, " does not fit: ", options_.max_length - room(),
                      " of the session's ", options_.max_length, " tokens are used"));
   }
   block_ = {generated_.back()};
-  block_.insert(block_.end(), drafts.begin(), drafts.end());
+  block_.insert(block_.end(), drafts.tokens.begin(), drafts.tokens.end());
+  draft_distributions_ = drafts.distributions;
   phase_ = Phase::kVerify;
   return absl::OkStatus();
 }
@@ -153,8 +158,8 @@ absl::StatusOr<TargetStep> TargetSession::FinishPrefill(const model::ForwardOutp
 absl::StatusOr<TargetStep> TargetSession::FinishVerify(const model::ForwardOutput& output) {
   const size_t before = generated_.size();
   absl::StatusOr<int64_t> accepted =
-      AcceptDrafts(output.logits, block_, sampler_, options_.prompt, generated_,
-                   [this](int64_t token) -> absl::StatusOr<bool> {
+      AcceptDrafts(output.logits, block_, draft_distributions_, sampler_, options_.prompt,
+                   generated_, [this](int64_t token) -> absl::StatusOr<bool> {
                      generated_.push_back(token);
                      return std::find(options_.ending_ids.begin(), options_.ending_ids.end(),
                                       token) != options_.ending_ids.end();

@@ -2,7 +2,7 @@
 // One request's sequence on the target: its cache, sampler, prompt and output so far. A prefill
 // runs the prompt (in chunks of fixed size, so its arithmetic never depends on what else runs)
 // and samples the first token; each verify runs one block [anchor, drafts…] in one forward, emits
-// the drafts that equal the target's own choice plus the target's next token (AcceptDrafts) and
+// the drafts the target accepts plus its own next token (AcceptDrafts) and
 // rolls the cache back to them. Each step returns the positions it committed with their tapped
 // hidden states, which the drafter takes in next. A step is begun, fed forward by forward — the
 // TargetBatcher puts many sessions' forwards into one — and returned by the forward that ends it.
@@ -54,8 +54,9 @@ class TargetSession {
   // The prefill; once, first.
   absl::Status BeginPrefill();
   // After the prefill, with up to the room left minus one drafts (OUT_OF_RANGE beyond it,
-  // INVALID_ARGUMENT for ids outside the vocabulary; neither changes anything).
-  absl::Status BeginVerify(std::span<const int64_t> drafts);
+  // INVALID_ARGUMENT for ids outside the vocabulary or distributions CheckDraftDistributions
+  // refuses; neither changes anything).
+  absl::Status BeginVerify(const Drafts& drafts);
 
   // The next forward of the step begun: a prompt chunk, or the whole block. Valid until
   // FinishForward.
@@ -91,9 +92,10 @@ class TargetSession {
   model::Sampler sampler_;
   std::vector<int64_t> generated_;  // emitted tokens; the last is the pending anchor
   Phase phase_ = Phase::kIdle;
-  int64_t prefilled_ = 0;                // prompt tokens fed so far
-  std::vector<at::Tensor> prompt_rows_;  // their context rows, chunk by chunk
-  std::vector<int64_t> block_;           // the verify block in flight
+  int64_t prefilled_ = 0;                               // prompt tokens fed so far
+  std::vector<at::Tensor> prompt_rows_;                 // their context rows, chunk by chunk
+  std::vector<int64_t> block_;                          // the verify block in flight
+  std::vector<DraftDistribution> draft_distributions_;  // its drafts', when drawn
 };
 
 // OK when every id of `ids` is in a vocabulary of `vocab_size`.

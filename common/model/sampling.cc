@@ -68,12 +68,18 @@ at::Tensor Sampler::Probabilities(const at::Tensor& logits, std::span<const int6
 int64_t Sampler::Sample(const at::Tensor& logits, std::span<const int64_t> prompt,
                         std::span<const int64_t> generated) {
   if (greedy()) return PenalisedLogits(logits, prompt, generated).argmax().item<int64_t>();
-  const at::Tensor cumulative = Probabilities(logits, prompt, generated).cumsum(0);
+  return Draw(Probabilities(logits, prompt, generated));
+}
+
+int64_t Sampler::Draw(const at::Tensor& probabilities) {
+  const at::Tensor cumulative = probabilities.cumsum(0);
   // Inverse CDF with our own uniform, so a seed means the same tokens on any device.
   const at::Tensor u = at::full({1}, Uniform(), cumulative.options());
   const int64_t token =
       at::searchsorted(cumulative, u, /*out_int32=*/false, /*right=*/true).item<int64_t>();
-  return std::min(token, cumulative.size(0) - 1);  // u rounding past the last mass
+  if (token < cumulative.size(0)) return token;
+  // u rounded past the last of the mass: the last index that has some.
+  return (probabilities > 0).nonzero().max().item<int64_t>();
 }
 
 double Sampler::Uniform() {

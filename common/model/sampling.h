@@ -48,6 +48,9 @@ class Sampler {
   int64_t Sample(const at::Tensor& logits, std::span<const int64_t> prompt,
                  std::span<const int64_t> generated);
 
+  // An index drawn from `probabilities` [n] (summing to 1) with one uniform of the stream.
+  int64_t Draw(const at::Tensor& probabilities);
+
   // A uniform draw in [0, 1) from the request's stream (also used to accept draft tokens).
   double Uniform();
 

@@ -196,10 +196,24 @@ absl::Status ParseSpeculation(const json& value, v1::SpeculationParams& speculat
                             [&](uint32_t size) { speculation.set_block_size(size); })},
        {"draft_window", Field("speculation.draft_window", Count,
                               [&](uint32_t window) { speculation.set_draft_window(window); })},
-       {"min_draft_confidence",
-        Field("speculation.min_draft_confidence", Number, [&](double confidence) {
-          speculation.set_min_draft_confidence(static_cast<float>(confidence));
-        })}});
+       {"min_draft_confidence", Field("speculation.min_draft_confidence", Number,
+                                      [&](double confidence) {
+                                        speculation.set_min_draft_confidence(
+                                            static_cast<float>(confidence));
+                                      })},
+       {"draft_acceptance", [&](const json& value) -> absl::Status {
+          const std::string param = "speculation.draft_acceptance";
+          absl::StatusOr<std::string> name = String(value, param);
+          if (!name.ok()) return name.status();
+          if (*name == "match") {
+            speculation.set_draft_acceptance(v1::DRAFT_ACCEPTANCE_MATCH);
+          } else if (*name == "rejection-sampling") {
+            speculation.set_draft_acceptance(v1::DRAFT_ACCEPTANCE_REJECTION_SAMPLING);
+          } else {
+            return Refuse(param, "must be \"match\" or \"rejection-sampling\"");
+          }
+          return absl::OkStatus();
+        }}});
 }
 
 // The parameters both endpoints share, onto `request`.

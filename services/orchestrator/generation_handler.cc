@@ -206,6 +206,21 @@ absl::StatusOr<GenerationHandler::Prepared> GenerationHandler::Prepare(
       drafter_block, /*trained_window=*/0);
   if (!draft.ok()) return rpc::AtField("speculation", draft.status());
   prepared.draft = *draft;
+  switch (speculation.draft_acceptance()) {
+    case v1::DRAFT_ACCEPTANCE_UNSPECIFIED:
+      prepared.draft.rejection_sampling = options_.rejection_sampling;
+      break;
+    case v1::DRAFT_ACCEPTANCE_MATCH:
+      prepared.draft.rejection_sampling = false;
+      break;
+    case v1::DRAFT_ACCEPTANCE_REJECTION_SAMPLING:
+      prepared.draft.rejection_sampling = true;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("speculation.draft_acceptance = ", speculation.draft_acceptance(),
+                       " is not a DraftAcceptance"));
+  }
   prepared.guarded =
       options_.speculation_guard && !speculation.has_block_size() && prepared.draft.block_size > 1;
   if (prepared.draft.block_size > 1) {
@@ -279,6 +294,7 @@ absl::StatusOr<engine::RequestPorts> GenerationHandler::OpenPorts(
   std::optional<engine::DraftOptions> draft;
   if (prepared.draft.block_size > 1) draft = prepared.draft;
   if (engine::InProcessPair* in_process = pair.in_process(); in_process != nullptr) {
+    // The pair sets the drafts' sampling from the request's.
     return in_process->Open({.prompt = prepared.prompt,
                              .sampling = prepared.model_sampling,
                              .stop = prepared.stop,
@@ -293,6 +309,9 @@ absl::StatusOr<engine::RequestPorts> GenerationHandler::OpenPorts(
       static_cast<uint32_t>(prepared.prompt.size() + prepared.stop.max_new_tokens));
   prefill.mutable_tapped_layer_ids()->Assign(prepared.tapped_layer_ids.begin(),
                                              prepared.tapped_layer_ids.end());
+  if (draft.has_value() && draft->rejection_sampling) {
+    draft->sampling = engine::DraftSamplingFor(prepared.model_sampling);
+  }
   return OpenRemotePorts(pair.verifier(), pair.drafter(), std::move(prefill), draft);
 }
 
@@ -470,6 +489,9 @@ absl::StatusOr<v1::GetModelInfoResponse> GenerationHandler::GetModelInfo() {
   speculation.set_block_size(drafter.has_value() ? drafter->block_size() : 1);
   speculation.set_draft_window(static_cast<uint32_t>(options_.default_draft_window));
   speculation.set_min_draft_confidence(0);
+  speculation.set_draft_acceptance(options_.rejection_sampling
+                                       ? v1::DRAFT_ACCEPTANCE_REJECTION_SAMPLING
+                                       : v1::DRAFT_ACCEPTANCE_MATCH);
   info.set_max_stop_strings(static_cast<uint32_t>(options_.max_stop_strings));
   info.set_max_top_logprobs(verifier::kMaxTopLogprobs);
   info.set_server_version("0.1.0");

@@ -44,6 +44,10 @@ struct OrchestratorOptions {
   // A speculation guard picks each step's block for requests that name no block size; off:
   // every block is the request's (or the default) block size.
   bool speculation_guard = true;
+  // How a sampled request that names no SpeculationParams.draft_acceptance has its drafts drawn
+  // and accepted: rejection sampling (engine::DraftOptions::rejection_sampling) or sample and
+  // match (a seed then gives target-only decoding's tokens).
+  bool rejection_sampling = false;
   text::ChatFlavor chat_flavor = text::ChatFlavor::kQwen3_5;
 };
 

@@ -4,6 +4,8 @@
 #include <memory>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "common/rpc/draft_distribution_proto.h"
 #include "services/verifier/sampling_params.h"
 
 namespace specd::orchestrator {
@@ -29,11 +31,14 @@ absl::StatusOr<engine::EmittedTokens> RemoteTargetPort::Prefill() {
   return tokens;
 }
 
-absl::StatusOr<engine::EmittedTokens> RemoteTargetPort::Verify(std::span<const int64_t> drafts) {
+absl::StatusOr<engine::EmittedTokens> RemoteTargetPort::Verify(const engine::Drafts& drafts) {
   v1::VerifyRequest request;
   request.set_session_id(prefill_.session_id());
   request.set_expected_generation(generation_);
-  request.mutable_draft_token_ids()->Assign(drafts.begin(), drafts.end());
+  request.mutable_draft_token_ids()->Assign(drafts.tokens.begin(), drafts.tokens.end());
+  for (const engine::DraftDistribution& distribution : drafts.distributions) {
+    *request.add_draft_distributions() = rpc::ToProto(distribution);
+  }
   absl::StatusOr<v1::VerifyResponse> response = verifier_.Verify(request);
   if (!response.ok()) return response.status();
   generation_ = response->generation();
@@ -60,7 +65,7 @@ RemoteDraftPort::~RemoteDraftPort() {
   (void)drafter_.Release(release);
 }
 
-absl::StatusOr<std::vector<int64_t>> RemoteDraftPort::Propose(int64_t anchor, int64_t max_tokens) {
+absl::StatusOr<engine::Drafts> RemoteDraftPort::Propose(int64_t anchor, int64_t max_tokens) {
   v1::DraftRequest request;
   request.set_session_id(target_.session_id());
   *request.mutable_context() = target_.context();
@@ -69,12 +74,31 @@ absl::StatusOr<std::vector<int64_t>> RemoteDraftPort::Propose(int64_t anchor, in
   request.set_block_size(static_cast<uint32_t>(max_tokens > 0 ? options_.block_size : 1));
   request.set_window(static_cast<uint32_t>(options_.window));
   request.set_min_confidence(static_cast<float>(options_.min_confidence));
+  if (const engine::DraftSampling& sampling = options_.sampling; sampling.temperature > 0) {
+    v1::DraftSampling& wire = *request.mutable_sampling();
+    wire.set_temperature(static_cast<float>(sampling.temperature));
+    wire.set_top_k(static_cast<uint32_t>(sampling.top_k));
+    wire.set_top_p(static_cast<float>(sampling.top_p));
+    wire.set_min_p(static_cast<float>(sampling.min_p));
+    wire.set_seed(sampling.seed);
+  }
   opened_ = true;
   absl::StatusOr<v1::DraftResponse> response = drafter_.Draft(request);
   if (!response.ok()) return response.status();
+  if (response->distributions_size() > 0 &&
+      response->distributions_size() != response->draft_token_ids_size()) {
+    return absl::InternalError(absl::StrCat("the drafter sent ", response->distributions_size(),
+                                            " distributions for ", response->draft_token_ids_size(),
+                                            " drafts"));
+  }
   const int64_t kept = std::min<int64_t>(response->draft_token_ids_size(), max_tokens);
-  return std::vector<int64_t>(response->draft_token_ids().begin(),
-                              response->draft_token_ids().begin() + kept);
+  engine::Drafts drafts{.tokens = std::vector<int64_t>(response->draft_token_ids().begin(),
+                                                       response->draft_token_ids().begin() + kept),
+                        .distributions = {}};
+  for (int64_t i = 0; i < kept && i < response->distributions_size(); ++i) {
+    drafts.distributions.push_back(rpc::FromProto(response->distributions(static_cast<int>(i))));
+  }
+  return drafts;
 }
 
 engine::RequestPorts OpenRemotePorts(verifier::VerifierApi& verifier, drafter::DrafterApi* drafter,

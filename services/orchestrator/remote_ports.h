@@ -24,7 +24,7 @@ class RemoteTargetPort final : public engine::TargetPort {
   ~RemoteTargetPort() override;
 
   absl::StatusOr<engine::EmittedTokens> Prefill() override;
-  absl::StatusOr<engine::EmittedTokens> Verify(std::span<const int64_t> drafts) override;
+  absl::StatusOr<engine::EmittedTokens> Verify(const engine::Drafts& drafts) override;
 
   const std::string& session_id() const { return prefill_.session_id(); }
   // The handle to the rows committed so far (unset without tapped layers).
@@ -44,7 +44,7 @@ class RemoteDraftPort final : public engine::DraftPort {
                   const engine::DraftOptions& options);
   ~RemoteDraftPort() override;
 
-  absl::StatusOr<std::vector<int64_t>> Propose(int64_t anchor, int64_t max_tokens) override;
+  absl::StatusOr<engine::Drafts> Propose(int64_t anchor, int64_t max_tokens) override;
 
  private:
   drafter::DrafterApi& drafter_;

@@ -10,8 +10,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/clock.h"
+#include "common/engine/draft_acceptance.h"
 #include "common/engine/stop_criteria.h"
 #include "common/rpc/context_buffer.h"
+#include "common/rpc/draft_distribution_proto.h"
 #include "common/rpc/proto_duration.h"
 #include "common/rpc/random_id.h"
 #include "common/rpc/status.h"
@@ -184,8 +186,16 @@ absl::StatusOr<v1::VerifyResponse> VerifierHandler::Verify(const v1::VerifyReque
 absl::StatusOr<v1::VerifyResponse> VerifierHandler::RunVerify(Session& session,
                                                               const v1::VerifyRequest& request) {
   const base::Clock::time_point start = base::Clock::now();
-  const std::vector<int64_t> drafts(request.draft_token_ids().begin(),
-                                    request.draft_token_ids().end());
+  engine::Drafts drafts{.tokens = std::vector<int64_t>(request.draft_token_ids().begin(),
+                                                       request.draft_token_ids().end()),
+                        .distributions = {}};
+  for (const v1::DraftDistribution& distribution : request.draft_distributions()) {
+    drafts.distributions.push_back(rpc::FromProto(distribution));
+  }
+  if (absl::Status checked = engine::CheckDraftDistributions(drafts, target_.config().vocab_size);
+      !checked.ok()) {
+    return rpc::AtField("draft_distributions", checked);
+  }
   absl::StatusOr<engine::TargetStep> step = batcher_.Verify(session.target, drafts);
   if (!step.ok()) {
     return step.status().code() == absl::StatusCode::kInvalidArgument

@@ -10,7 +10,15 @@ from specd.v1 import generation_pb2, generation_pb2_grpc, types_pb2
 
 from .connection import CallOptions, PathLike, open_channel
 from .errors import raising_specd_errors, stream_messages
-from .generation_types import Completion, ModelInfo, Prompt, Sampling, Speculation, prompt_message
+from .generation_types import (
+    Completion,
+    ModelInfo,
+    Prompt,
+    Sampling,
+    Speculation,
+    prompt_message,
+    speculation_message,
+)
 from .jobs import Jobs
 
 if TYPE_CHECKING:
@@ -129,6 +137,6 @@ def _request_fields(
         "request_id": request_id,
         "prompt": prompt_message(prompt, enable_thinking),
         "sampling": types_pb2.SamplingParams(**sampling),
-        "speculation": generation_pb2.SpeculationParams(**(speculation or {})),
+        "speculation": speculation_message(speculation),
         "return_prompt_token_ids": return_prompt_token_ids,
     }

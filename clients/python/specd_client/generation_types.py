@@ -10,7 +10,7 @@ from typing import Any, TypedDict, Union, cast
 from google.protobuf.message import Message as ProtoMessage
 from specd.v1 import generation_pb2, types_pb2
 
-from .enum_names import short_name
+from .enum_names import full_name, short_name
 
 
 class Sampling(TypedDict, total=False):
@@ -36,11 +36,30 @@ class Sampling(TypedDict, total=False):
 
 
 class Speculation(TypedDict, total=False):
-    """SpeculationParams (generation.proto): changes speed, never the output."""
+    """SpeculationParams (generation.proto): changes speed, never the output's distribution."""
 
     block_size: int
     draft_window: int
     min_draft_confidence: float
+    draft_acceptance: str  # "match" or "rejection-sampling"
+
+
+def speculation_message(speculation: Speculation | None) -> generation_pb2.SpeculationParams:
+    fields: dict[str, Any] = dict(speculation or {})
+    if "draft_acceptance" in fields:
+        fields["draft_acceptance"] = full_name(
+            generation_pb2.DraftAcceptance, fields["draft_acceptance"]
+        )
+    return generation_pb2.SpeculationParams(**fields)
+
+
+def speculation_fields(message: generation_pb2.SpeculationParams) -> Speculation:
+    fields = fields_set(message)
+    if "draft_acceptance" in fields:
+        fields["draft_acceptance"] = short_name(
+            generation_pb2.DraftAcceptance, fields["draft_acceptance"]
+        )
+    return cast(Speculation, fields)
 
 
 class _ChatTurn(TypedDict):
@@ -238,7 +257,7 @@ class ModelInfo:
                 m.regime_thresholds.short_max_tokens, m.regime_thresholds.medium_max_tokens
             ),
             default_sampling_params=cast(Sampling, fields_set(m.default_sampling_params)),
-            default_speculation_params=cast(Speculation, fields_set(m.default_speculation_params)),
+            default_speculation_params=speculation_fields(m.default_speculation_params),
             max_stop_strings=m.max_stop_strings,
             max_top_logprobs=m.max_top_logprobs,
             server_version=m.server_version,

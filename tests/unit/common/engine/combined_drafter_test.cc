@@ -33,13 +33,7 @@ class CombinedDrafterWithTargetTest : public ::testing::Test {
     ASSERT_NE(target_, nullptr);
   }
   std::unique_ptr<Drafter> FixtureDFlash() const {
-    absl::StatusOr<model::DFlashDrafter> drafter = testing::FixtureDrafter();
-    EXPECT_TRUE(drafter.ok()) << drafter.status();
-    if (!drafter.ok()) return nullptr;
-    absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> block =
-        DFlashBlockDrafter::Create(*std::move(drafter), target_->token_head(), target_->config());
-    EXPECT_TRUE(block.ok()) << block.status();
-    return block.ok() ? *std::move(block) : nullptr;
+    return testing::BlockDrafter(testing::FixtureDrafter(), *target_);
   }
   std::unique_ptr<model::Qwen35Model> target_;
 };

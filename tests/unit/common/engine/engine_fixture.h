@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/engine/dflash_block_drafter.h"
 #include "common/engine/draft_session.h"
 #include "common/engine/generator.h"
 #include "common/io/safetensors_file.h"
@@ -45,6 +46,18 @@ inline absl::StatusOr<model::DFlashDrafter> RandomDrafter(
   absl::StatusOr<model::DFlashDrafter> drafter = model::DFlashDrafter::Load(dir);
   std::filesystem::remove_all(dir);
   return drafter;
+}
+
+// `drafter` (loaded or made by the caller) as the engine's Drafter for `target`; null, the test
+// failed, when either step failed.
+inline std::unique_ptr<DFlashBlockDrafter> BlockDrafter(
+    absl::StatusOr<model::DFlashDrafter> drafter, const model::Qwen35Model& target) {
+  EXPECT_TRUE(drafter.ok()) << drafter.status();
+  if (!drafter.ok()) return nullptr;
+  absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> block =
+      DFlashBlockDrafter::Create(*std::move(drafter), target.token_head(), target.config());
+  EXPECT_TRUE(block.ok()) << block.status();
+  return block.ok() ? *std::move(block) : nullptr;
 }
 
 // The first 40 of the qwen35-tiny-a reference's input ids, whose continuation has text.

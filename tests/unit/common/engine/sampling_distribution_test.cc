@@ -1,11 +1,11 @@
 // At temperature 1 speculative decoding samples from the target's distribution: the second
 // generated token, the first that a draft can supply, follows the exact distribution computed
-// from the target (Pearson's chi-square over a fixed set of seeds, so the test is deterministic).
-// The same test rejects the samples of an engine that accepted drafts without comparing them to
-// the target's choice, so the threshold is one a wrong acceptance rule fails.
+// from the target (Pearson's chi-square over a fixed set of seeds, so the test is deterministic),
+// under sample and match and under rejection sampling. The same test rejects the samples of an
+// engine that accepted drafts without comparing them to the target's choice, so the threshold is
+// one a wrong acceptance rule fails.
 #include <ATen/ATen.h>
 
-#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -13,6 +13,7 @@
 #include "common/engine/generator.h"
 #include "common/engine/oracle_drafter.h"
 #include "gtest/gtest.h"
+#include "tests/unit/common/engine/chi_square.h"
 #include "tests/unit/common/engine/engine_fixture.h"
 
 namespace specd::engine {
@@ -51,45 +52,6 @@ TwoTokenDistribution ExactDistribution(const model::Qwen35Model& target,
   return exact;
 }
 
-struct ChiSquare {
-  double statistic = 0;
-  int64_t degrees_of_freedom = 0;
-};
-
-// Pearson's statistic of `counts` (histogram of kSamples draws) against `probabilities`; bins
-// expecting fewer than 5 draws are pooled into one.
-ChiSquare PearsonChiSquare(const std::vector<int64_t>& counts, const at::Tensor& probabilities) {
-  ChiSquare result;
-  double pooled_expected = 0;
-  int64_t pooled_observed = 0;
-  int64_t bins = 0;
-  const auto add = [&](double expected, int64_t observed) {
-    const double diff = static_cast<double>(observed) - expected;
-    result.statistic += diff * diff / expected;
-    ++bins;
-  };
-  for (size_t token = 0; token < counts.size(); ++token) {
-    const double expected = kSamples * probabilities[token].item<double>();
-    if (expected >= 5) {
-      add(expected, counts[token]);
-    } else {
-      pooled_expected += expected;
-      pooled_observed += counts[token];
-    }
-  }
-  if (pooled_expected > 0) add(pooled_expected, pooled_observed);
-  result.degrees_of_freedom = bins - 1;
-  return result;
-}
-
-// The chi-square value exceeded with probability 0.001 (Wilson–Hilferty approximation).
-double CriticalValue(int64_t degrees_of_freedom) {
-  const double k = static_cast<double>(degrees_of_freedom);
-  const double z = 3.0902;  // the standard normal's 0.999 quantile
-  const double a = 2 / (9 * k);
-  return k * std::pow(1 - a + z * std::sqrt(a), 3);
-}
-
 class SamplingDistributionTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -104,7 +66,6 @@ class SamplingDistributionTest : public ::testing::Test {
   }
   void SetUp() override { ASSERT_NE(target_, nullptr); }
 
-  // The first two tokens of kSamples sampled outputs, one seed each.
   // With the oracle, whose drafts are accepted most often; sampled once for the suite.
   static const std::vector<std::vector<int64_t>>& OracleSamples() {
     if (oracle_samples_.empty()) {
@@ -114,34 +75,35 @@ class SamplingDistributionTest : public ::testing::Test {
     return oracle_samples_;
   }
 
-  static std::vector<std::vector<int64_t>> Sample(const Drafter& drafter) {
-    absl::StatusOr<Generator> decoder = Generator::Speculative(*target_, drafter, nullptr);
+  // The first three tokens of kSamples sampled outputs, one seed each: the prefill's, then one
+  // step that drafts the second. `accepted` (if any) counts the drafts accepted.
+  static std::vector<std::vector<int64_t>> Sample(const Drafter& drafter,
+                                                  const DraftOptions& options = {},
+                                                  int64_t* accepted = nullptr) {
+    absl::StatusOr<Generator> decoder = Generator::Speculative(*target_, drafter, nullptr, options);
     EXPECT_TRUE(decoder.ok()) << decoder.status();
     if (!decoder.ok()) return {};
     std::vector<std::vector<int64_t>> samples;
     for (uint64_t seed = 0; seed < kSamples; ++seed) {
       absl::StatusOr<GenerationResult> result =
-          decoder->Generate(testing::Request(prompt_, 2, /*temperature=*/1.0, seed));
+          decoder->Generate(testing::Request(prompt_, 3, /*temperature=*/1.0, seed));
       EXPECT_TRUE(result.ok()) << result.status();
-      if (result.ok()) samples.push_back(result->ids);
+      if (!result.ok()) continue;
+      samples.push_back(result->ids);
+      if (accepted != nullptr && !result->acceptance->accepted_at.empty()) {
+        *accepted += result->acceptance->accepted_at.front();
+      }
     }
     return samples;
   }
 
-  static std::vector<int64_t> Histogram(const std::vector<int64_t>& tokens) {
-    std::vector<int64_t> counts(target_->config().vocab_size, 0);
-    for (const int64_t token : tokens) ++counts[token];
-    return counts;
-  }
-
-  static ::testing::AssertionResult Fits(const std::vector<int64_t>& tokens,
-                                         const at::Tensor& probabilities) {
-    const ChiSquare chi = PearsonChiSquare(Histogram(tokens), probabilities);
-    const double critical = CriticalValue(chi.degrees_of_freedom);
-    ::testing::AssertionResult result =
-        chi.statistic <= critical ? ::testing::AssertionSuccess() : ::testing::AssertionFailure();
-    return result << "chi-square " << chi.statistic << " on " << chi.degrees_of_freedom
-                  << " degrees of freedom; critical value at 0.001: " << critical;
+  static std::unique_ptr<DFlashBlockDrafter> RandomBlockDrafter() {
+    return testing::BlockDrafter(testing::RandomDrafter(*target_, {.num_layers = 1,
+                                                                   .block_size = kBlockSize,
+                                                                   .seed = 2,
+                                                                   .mask_token_id = -1,
+                                                                   .window = 0}),
+                                 *target_);
   }
 
   static inline std::unique_ptr<model::Qwen35Model> target_;
@@ -157,21 +119,35 @@ std::vector<int64_t> Column(const std::vector<std::vector<int64_t>>& samples, si
 }
 
 TEST_F(SamplingDistributionTest, WithTheOracleBothTokensFollowTheTarget) {
-  EXPECT_TRUE(Fits(Column(OracleSamples(), 0), exact_.first));
-  EXPECT_TRUE(Fits(Column(OracleSamples(), 1), exact_.second));
+  EXPECT_TRUE(testing::FitsDistribution(Column(OracleSamples(), 0), exact_.first));
+  EXPECT_TRUE(testing::FitsDistribution(Column(OracleSamples(), 1), exact_.second));
 }
 
 TEST_F(SamplingDistributionTest, WithARandomDrafterBothTokensFollowTheTarget) {
-  absl::StatusOr<model::DFlashDrafter> drafter = testing::RandomDrafter(
-      *target_,
-      {.num_layers = 1, .block_size = kBlockSize, .seed = 2, .mask_token_id = -1, .window = 0});
-  ASSERT_TRUE(drafter.ok()) << drafter.status();
-  absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> block =
-      DFlashBlockDrafter::Create(*std::move(drafter), target_->token_head(), target_->config());
-  ASSERT_TRUE(block.ok()) << block.status();
-  const std::vector<std::vector<int64_t>> samples = Sample(**block);
-  EXPECT_TRUE(Fits(Column(samples, 0), exact_.first));
-  EXPECT_TRUE(Fits(Column(samples, 1), exact_.second));
+  const std::unique_ptr<DFlashBlockDrafter> drafter = RandomBlockDrafter();
+  ASSERT_NE(drafter, nullptr);
+  const std::vector<std::vector<int64_t>> samples = Sample(*drafter);
+  EXPECT_TRUE(testing::FitsDistribution(Column(samples, 0), exact_.first));
+  EXPECT_TRUE(testing::FitsDistribution(Column(samples, 1), exact_.second));
+}
+
+TEST_F(SamplingDistributionTest, UnderRejectionSamplingBothTokensFollowTheTarget) {
+  // The oracle draws its drafts from the target's own distribution (over its most likely tokens),
+  // so most are accepted; the random drafter's are nearly all rejected and replaced from the
+  // residual. Either way the output is the target's.
+  OracleDrafter oracle(*target_, kBlockSize);
+  const std::unique_ptr<DFlashBlockDrafter> random = RandomBlockDrafter();
+  ASSERT_NE(random, nullptr);
+  for (const Drafter* drafter : std::initializer_list<const Drafter*>{&oracle, random.get()}) {
+    int64_t accepted = 0;
+    const std::vector<std::vector<int64_t>> samples =
+        Sample(*drafter, {.rejection_sampling = true}, &accepted);
+    if (drafter == &oracle) {
+      EXPECT_GT(accepted, kSamples / 3);
+    }
+    EXPECT_TRUE(testing::FitsDistribution(Column(samples, 0), exact_.first));
+    EXPECT_TRUE(testing::FitsDistribution(Column(samples, 1), exact_.second));
+  }
 }
 
 TEST_F(SamplingDistributionTest, AcceptingDraftsUncheckedWouldFailTheTest) {
@@ -181,7 +157,7 @@ TEST_F(SamplingDistributionTest, AcceptingDraftsUncheckedWouldFailTheTest) {
   for (const int64_t first : Column(OracleSamples(), 0)) {
     unchecked.push_back(exact_.greedy_after[first].item<int64_t>());
   }
-  EXPECT_FALSE(Fits(unchecked, exact_.second));
+  EXPECT_FALSE(testing::FitsDistribution(unchecked, exact_.second));
 }
 
 }  // namespace

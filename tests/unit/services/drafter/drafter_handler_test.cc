@@ -332,10 +332,58 @@ TEST_F(DrafterHandlerTest, RequestsItCannotServeAreInvalidArguments) {
   EXPECT_EQ(refused([](v1::DraftRequest& r) { r.set_block_size(kTrainedBlock + 1); }), kInvalid);
   EXPECT_EQ(refused([&](v1::DraftRequest& r) { r.set_anchor_token_id(Vocab()); }), kInvalid);
   EXPECT_EQ(refused([](v1::DraftRequest& r) { r.set_min_confidence(1.5); }), kInvalid);
+  EXPECT_EQ(refused([](v1::DraftRequest& r) {
+              r.mutable_sampling()->set_temperature(1);
+              r.mutable_sampling()->set_top_p(1.5);
+            }),
+            kInvalid);
 
   absl::StatusOr<v1::DraftResponse> draft = drafter->Draft(good);
   ASSERT_TRUE(draft.ok()) << draft.status();
   EXPECT_EQ(Ids(draft->draft_token_ids()),
+            ProposedInProcess(prompt, prefill->next_token_id(), BlockOptions(kTrainedBlock)));
+}
+
+TEST_F(DrafterHandlerTest, UnderRejectionSamplingDraftsAreDrawnWithTheirDistributions) {
+  std::unique_ptr<verifier::VerifierHandler> verifier = Verifier();
+  ASSERT_NE(verifier, nullptr);
+  const std::vector<int64_t> prompt = Prompt(8);
+  absl::StatusOr<v1::PrefillResponse> prefill = verifier->Prefill(PrefillRequestFor("s", prompt));
+  ASSERT_TRUE(prefill.ok()) << prefill.status();
+  v1::DraftRequest request = DraftRequestFor("s", prefill->context(), prefill->next_token_id());
+  request.mutable_sampling()->set_temperature(1);
+  request.mutable_sampling()->set_seed(11);
+  // The draws come from (seed, position): another server, or the same one again, draws alike.
+  std::vector<std::vector<int64_t>> proposals;
+  for (int server = 0; server < 2; ++server) {
+    std::unique_ptr<DrafterHandler> drafter = Drafter();
+    ASSERT_NE(drafter, nullptr);
+    absl::StatusOr<v1::DraftResponse> draft = drafter->Draft(request);
+    ASSERT_TRUE(draft.ok()) << draft.status();
+    ASSERT_EQ(draft->distributions_size(), draft->draft_token_ids_size());
+    for (int i = 0; i < draft->draft_token_ids_size(); ++i) {
+      const v1::DraftDistribution& q = draft->distributions(i);
+      ASSERT_LE(q.token_ids_size(), engine::DraftSampling::kDraftSupport);
+      float total = 0;
+      float drafted = 0;
+      for (int k = 0; k < q.token_ids_size(); ++k) {
+        total += q.probabilities(k);
+        if (q.token_ids(k) == draft->draft_token_ids(i)) drafted = q.probabilities(k);
+      }
+      EXPECT_NEAR(total, 1, 1e-5);
+      EXPECT_GT(drafted, 0) << "draft " << i << " was drawn from its distribution";
+    }
+    proposals.push_back(Ids(draft->draft_token_ids()));
+  }
+  EXPECT_EQ(proposals[0], proposals[1]);
+  // A request that draws nothing gets the most likely tokens and no distributions.
+  request.clear_sampling();
+  std::unique_ptr<DrafterHandler> drafter = Drafter();
+  ASSERT_NE(drafter, nullptr);
+  absl::StatusOr<v1::DraftResponse> greedy = drafter->Draft(request);
+  ASSERT_TRUE(greedy.ok()) << greedy.status();
+  EXPECT_EQ(greedy->distributions_size(), 0);
+  EXPECT_EQ(Ids(greedy->draft_token_ids()),
             ProposedInProcess(prompt, prefill->next_token_id(), BlockOptions(kTrainedBlock)));
 }
 

@@ -164,6 +164,29 @@ TEST_F(GenerationHandlerTest, SampledOutputIsTheTargetsSequenceForTheSameSeed) {
   EXPECT_EQ(response->seed(), 7u);
 }
 
+TEST_F(GenerationHandlerTest, UnderRejectionSamplingGreedyStaysExactAndASeedRepeatsItsTokens) {
+  OrchestratorOptions options = Options();
+  options.rejection_sampling = true;
+  std::unique_ptr<GenerationHandler> handler = InProcess(options);
+  absl::StatusOr<v1::GetModelInfoResponse> info = handler->GetModelInfo();
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->default_speculation_params().draft_acceptance(),
+            v1::DRAFT_ACCEPTANCE_REJECTION_SAMPLING);
+  const std::vector<int64_t> prompt = Prompt();
+  absl::StatusOr<v1::GenerateResponse> greedy = handler->Generate(Request(prompt), Never);
+  ASSERT_TRUE(greedy.ok()) << greedy.status();
+  EXPECT_EQ(Ids(*greedy), TargetOnlyIds(prompt));
+  // Sampled, with the blocks fixed: the drafts are drawn from (seed, position), so a seed gives
+  // the same tokens again.
+  v1::GenerateRequest sampled = Request(prompt, kNewTokens, /*temperature=*/1, /*seed=*/7);
+  sampled.mutable_speculation()->set_block_size(4);
+  absl::StatusOr<v1::GenerateResponse> first = handler->Generate(sampled, Never);
+  absl::StatusOr<v1::GenerateResponse> again = handler->Generate(sampled, Never);
+  ASSERT_TRUE(first.ok() && again.ok()) << first.status() << again.status();
+  EXPECT_EQ(Ids(*first), Ids(*again));
+  EXPECT_GT(first->acceptance().num_drafts(), 0u);
+}
+
 TEST_F(GenerationHandlerTest, LogprobsAreTheTargetsOwnForEveryEmittedToken) {
   std::unique_ptr<GenerationHandler> handler = InProcess();
   const std::vector<int64_t> prompt = Prompt();
@@ -268,8 +291,11 @@ TEST_F(GenerationHandlerTest, EveryPairGivesTheSameOutputAndStatistics) {
   std::unique_ptr<GenerationHandler> in_process = InProcess(options);
   std::unique_ptr<GenerationHandler> handlers = Handlers(options);
   std::unique_ptr<GenerationHandler> over_grpc = Handler(served.pair(), options);
-  for (const double temperature : {0.0, 1.0}) {
+  for (const auto& [temperature, acceptance] :
+       {std::pair(0.0, v1::DRAFT_ACCEPTANCE_MATCH), std::pair(1.0, v1::DRAFT_ACCEPTANCE_MATCH),
+        std::pair(1.0, v1::DRAFT_ACCEPTANCE_REJECTION_SAMPLING)}) {
     v1::GenerateRequest request = Request(Prompt(30), kNewTokens, temperature, /*seed=*/5);
+    request.mutable_speculation()->set_draft_acceptance(acceptance);
     request.mutable_sampling()->set_logprobs(true);
     request.mutable_sampling()->set_top_logprobs(2);
     absl::StatusOr<v1::GenerateResponse> expected = in_process->Generate(request, Never);
@@ -278,7 +304,8 @@ TEST_F(GenerationHandlerTest, EveryPairGivesTheSameOutputAndStatistics) {
     for (GenerationHandler* other : {handlers.get(), over_grpc.get()}) {
       absl::StatusOr<v1::GenerateResponse> response = other->Generate(request, Never);
       ASSERT_TRUE(response.ok()) << response.status();
-      EXPECT_EQ(Ids(*response), Ids(*expected)) << "temperature " << temperature;
+      EXPECT_EQ(Ids(*response), Ids(*expected))
+          << "temperature " << temperature << ", acceptance " << acceptance;
       EXPECT_EQ(response->acceptance().SerializeAsString(),
                 expected->acceptance().SerializeAsString());
       ASSERT_EQ(response->logprobs_size(), expected->logprobs_size());
@@ -291,9 +318,8 @@ TEST_F(GenerationHandlerTest, EveryPairGivesTheSameOutputAndStatistics) {
 
 // Lossless under load: what a request gives does not depend on what else runs. Sixteen requests
 // of mixed prompt lengths (some longer than a prefill chunk), block sizes (1: target-only, to the
-// drafter's 8),
-// windows, temperatures and stop rules, all at once on each kind of pair, give what each gives
-// alone, in forwards that batched them.
+// drafter's 8), windows, temperatures, acceptance rules and stop rules, all at once on each kind
+// of pair, give what each gives alone, in forwards that batched them.
 TEST_F(GenerationHandlerTest, ConcurrentRequestsGiveWhatEachGivesAlone) {
   constexpr int kRequests = 16;
   const std::shared_ptr<verifier::VerifierHandler> verifier =
@@ -334,6 +360,9 @@ TEST_F(GenerationHandlerTest, ConcurrentRequestsGiveWhatEachGivesAlone) {
                 /*temperature=*/i % 3 == 2 ? 1.0 : 0.0, /*seed=*/i + 1);
     request.mutable_speculation()->set_block_size(std::vector<uint32_t>{1, 2, 5, 8}[i % 4]);
     if (i % 5 == 1) request.mutable_speculation()->set_draft_window(6);
+    if (i % 6 == 2) {
+      request.mutable_speculation()->set_draft_acceptance(v1::DRAFT_ACCEPTANCE_REJECTION_SAMPLING);
+    }
     if (i % 6 == 5) request.mutable_sampling()->add_stop_token_ids(static_cast<uint32_t>(i * 7));
     requests.push_back(std::move(request));
   }
@@ -518,6 +547,9 @@ TEST_F(GenerationHandlerTest, BadRequestsAreInvalidArgumentsNamingTheField) {
   cases.back().request.mutable_speculation()->set_block_size(99);
   cases.push_back({"empty stop string", Request(Prompt()), "stop"});
   cases.back().request.mutable_sampling()->add_stop("");
+  cases.push_back({"acceptance rule", Request(Prompt()), "draft_acceptance"});
+  cases.back().request.mutable_speculation()->set_draft_acceptance(
+      static_cast<v1::DraftAcceptance>(7));
   for (const Case& bad : cases) {
     absl::StatusOr<v1::GenerateResponse> response = handler->Generate(bad.request, Never);
     EXPECT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument) << bad.what;

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/unit/common/engine/engine_fixture.h"
 #include "tests/unit/common/model/tensor_matchers.h"
@@ -373,6 +374,15 @@ TEST_F(VerifierHandlerTest, VerifyRefusesBadArgumentsAndChangesNothing) {
       << kMaxBlock << " drafts and the anchor exceed the block of " << kMaxBlock;
   EXPECT_EQ(handler->Verify(VerifyRequestFor("s", 1, {expected[1], Vocab()})).status().code(),
             absl::StatusCode::kInvalidArgument);
+  // A draft distribution that gives its draft no probability (engine::CheckDraftDistributions
+  // has the other refusals).
+  v1::VerifyRequest unlikely = VerifyRequestFor("s", 1, {expected[1]});
+  v1::DraftDistribution& distribution = *unlikely.add_draft_distributions();
+  distribution.add_token_ids(static_cast<uint32_t>(expected[1] + 1) % Vocab());
+  distribution.add_probabilities(1);
+  const absl::Status refused = handler->Verify(unlikely).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(), ::testing::HasSubstr("draft_distributions"));
 
   const std::vector<int64_t> most(expected.begin() + 1, expected.begin() + kMaxBlock);
   absl::StatusOr<v1::VerifyResponse> verify = handler->Verify(VerifyRequestFor("s", 1, most));
