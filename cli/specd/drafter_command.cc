@@ -1,19 +1,26 @@
 // specd drafter: DFlash drafter checkpoints.
-//   init  a random-weight drafter matched to a target (research/dflash.md §2): the target's
-//         hidden size and attention shape, the DFlash rule's tapped layers, MASK = the target's
-//         last id unless given; the starting point of drafter training and the engine's tests.
+//   init         a random-weight drafter matched to a target (research/dflash.md §2): the
+//                target's hidden size and attention shape, the DFlash rule's tapped layers, MASK =
+//                the target's last id unless given; the starting point of drafter training and
+//                the engine's tests.
+//   prune-vocab  a copy of a drafter whose head scores only the K tokens its training data
+//                trains it to produce most often (training/draft_vocabulary.h).
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/specd/commands.h"
 #include "common/io/qwen35_checkpoint_config.h"
 #include "common/model/dflash_drafter.h"
 #include "common/model/synthetic/random_drafter.h"
+#include "training/draft_vocabulary.h"
+#include "training/packed_dataset.h"
 
 namespace specd::cli {
 namespace {
@@ -75,12 +82,62 @@ void AddInitDrafter(CLI::App& drafter) {
   command->callback([command, flags] { RunOrExit(*command, [&] { return InitDrafter(*flags); }); });
 }
 
+struct PruneVocabFlags {
+  std::string drafter;
+  std::vector<std::string> data;
+  int64_t keep = 0;
+  std::string out;
+};
+
+absl::Status PruneVocab(const PruneVocabFlags& flags) {
+  std::vector<train::PackedDataset> data;
+  for (const std::string& dir : flags.data) {
+    absl::StatusOr<train::PackedDataset> dataset = train::PackedDataset::Open(dir);
+    if (!dataset.ok()) return dataset.status();
+    data.push_back(*std::move(dataset));
+  }
+  absl::StatusOr<train::DraftVocabulary> vocab = train::MostFrequentTokens(data, flags.keep);
+  if (!vocab.ok()) return vocab.status();
+  if (absl::Status written = train::WritePrunedDrafter(flags.drafter, vocab->ids, flags.out);
+      !written.ok()) {
+    return written;
+  }
+  // What was written must be what the engine loads.
+  absl::StatusOr<model::DFlashDrafter> pruned = model::DFlashDrafter::Load(flags.out);
+  if (!pruned.ok()) return pruned.status();
+  std::cerr << "wrote " << flags.out << ": a head of " << vocab->ids.size() << " of "
+            << pruned->config().vocab_size << " tokens, covering "
+            << absl::StrFormat("%.2f", 100 * vocab->coverage) << " % of the trained tokens\n";
+  return absl::OkStatus();
+}
+
+void AddPruneVocab(CLI::App& drafter) {
+  auto flags = std::make_shared<PruneVocabFlags>();
+  CLI::App* command = drafter.add_subcommand(
+      "prune-vocab",
+      "Copy a drafter with a head over the K tokens its training data has most often (drafting "
+      "scores K rows of the target's head; verification keeps all of them)");
+  command->add_option("--drafter", flags->drafter, "The drafter's checkpoint directory")
+      ->required();
+  command
+      ->add_option("--data", flags->data,
+                   "Packed datasets it was trained on (counted where they have loss)")
+      ->required();
+  command->add_option("--keep", flags->keep, "Tokens to keep (K)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  command->add_option("--out", flags->out, "Directory to write (created; must be empty)")
+      ->required();
+  command->callback([command, flags] { RunOrExit(*command, [&] { return PruneVocab(*flags); }); });
+}
+
 }  // namespace
 
 void AddDrafterCommands(CLI::App& app) {
   CLI::App* drafter = app.add_subcommand("drafter", "DFlash drafter checkpoints");
   drafter->require_subcommand(1);
   AddInitDrafter(*drafter);
+  AddPruneVocab(*drafter);
 }
 
 }  // namespace specd::cli

@@ -64,9 +64,19 @@ class DFlashDraftSession final : public DraftSession {
   model::DFlashCache cache_;
 };
 
+// Target ids of what `proposal` holds as indices into `vocab` (a pruned head's ids).
+void ToTargetIds(const at::Tensor& vocab, DraftProposal& proposal) {
+  const int64_t* ids = vocab.data_ptr<int64_t>();
+  for (int64_t& token : proposal.tokens) token = ids[token];
+  for (DraftDistribution& distribution : proposal.distributions) {
+    for (int64_t& id : distribution.ids) id = ids[id];
+  }
+}
+
 // The proposal of one call, whose block is anchored after `position`, from its rows of the head's
-// logits [count, vocab].
-DraftProposal ProposalOf(const at::Tensor& logits, const DraftCall& call, int64_t position) {
+// logits [count, vocab] (over `vocab` when the head is pruned; undefined: the whole vocabulary).
+DraftProposal ProposalOf(const at::Tensor& logits, const at::Tensor& vocab, const DraftCall& call,
+                         int64_t position) {
   DraftProposal proposal;
   int64_t kept = logits.size(0);
   at::Tensor most_likely;
@@ -93,11 +103,12 @@ DraftProposal ProposalOf(const at::Tensor& logits, const DraftCall& call, int64_
       proposal.tokens.push_back(token);
       proposal.distributions.push_back(std::move(distribution));
     }
-    return proposal;
+  } else {
+    if (!most_likely.defined()) most_likely = logits.argmax(-1);
+    const at::Tensor tokens = most_likely.narrow(0, 0, kept).cpu().contiguous();
+    proposal.tokens.assign(tokens.data_ptr<int64_t>(), tokens.data_ptr<int64_t>() + kept);
   }
-  if (!most_likely.defined()) most_likely = logits.argmax(-1);
-  const at::Tensor tokens = most_likely.narrow(0, 0, kept).cpu().contiguous();
-  proposal.tokens.assign(tokens.data_ptr<int64_t>(), tokens.data_ptr<int64_t>() + kept);
+  if (vocab.defined()) ToTargetIds(vocab, proposal);
   return proposal;
 }
 
@@ -163,12 +174,12 @@ std::vector<absl::StatusOr<DraftProposal>> DFlashBlockDrafter::ProposeBatch(
       for (int64_t t = 1; t <= batch[i].count; ++t) proposal_rows.push_back(row + t);
       row += batch[i].options.block_size;
     }
-    const at::Tensor logits = head_.Head(
-        hidden->index_select(0, at::tensor(proposal_rows, at::kLong).to(hidden->device())));
+    const at::Tensor logits =
+        Logits(hidden->index_select(0, at::tensor(proposal_rows, at::kLong).to(hidden->device())));
     int64_t offset = 0;
     for (const size_t i : drafting) {
-      results[i] =
-          ProposalOf(logits.narrow(0, offset, batch[i].count), batch[i], sessions[i]->length());
+      results[i] = ProposalOf(logits.narrow(0, offset, batch[i].count), drafter_.draft_vocab(),
+                              batch[i], sessions[i]->length());
       offset += batch[i].count;
     }
     return absl::OkStatus();
@@ -185,12 +196,33 @@ absl::StatusOr<std::unique_ptr<DFlashBlockDrafter>> DFlashBlockDrafter::Create(
     model::DFlashDrafter drafter, model::TokenHead head,
     const io::Qwen35TextConfig& target_config) {
   if (absl::Status fits = drafter.CheckTarget(target_config); !fits.ok()) return fits;
+  at::Tensor draft_head;
+  if (const at::Tensor& vocab = drafter.draft_vocab(); vocab.defined()) {
+    if (!head.lm_head().defined()) {
+      return absl::InvalidArgumentError(
+          "a drafter with a pruned vocabulary needs the head as stored, not rounded to int8");
+    }
+    const absl::Status copied = base::CatchTorchErrors("pruning the draft head", [&] {
+      draft_head = head.lm_head()
+                       .index_select(0, vocab.to(head.lm_head().device()))
+                       .to(drafter.options().dtype)
+                       .contiguous();
+      return absl::OkStatus();
+    });
+    if (!copied.ok()) return copied;
+  }
   return std::unique_ptr<DFlashBlockDrafter>(
-      new DFlashBlockDrafter(std::move(drafter), std::move(head)));
+      new DFlashBlockDrafter(std::move(drafter), std::move(head), std::move(draft_head)));
 }
 
-DFlashBlockDrafter::DFlashBlockDrafter(model::DFlashDrafter drafter, model::TokenHead head)
-    : drafter_(std::move(drafter)), head_(std::move(head)) {}
+DFlashBlockDrafter::DFlashBlockDrafter(model::DFlashDrafter drafter, model::TokenHead head,
+                                       at::Tensor draft_head)
+    : drafter_(std::move(drafter)), head_(std::move(head)), draft_head_(std::move(draft_head)) {}
+
+at::Tensor DFlashBlockDrafter::Logits(const at::Tensor& hidden) const {
+  if (!draft_head_.defined()) return head_.Head(hidden);
+  return at::linear(hidden.to(draft_head_.scalar_type()), draft_head_).to(at::kFloat);
+}
 
 std::vector<int64_t> DFlashBlockDrafter::TargetHiddenStates() const {
   return drafter_.TargetHiddenStates();

@@ -2,7 +2,8 @@
 // The DFlash drafter as the engine's Drafter (research/dflash.md §3): a session's committed
 // positions go into its context cache as the target's tapped features; a proposal is one
 // non-causal forward over [anchor, MASK × (B − 1)] whose hidden states the target's head turns
-// into greedy tokens.
+// into greedy tokens — the head's rows of the drafter's pruned vocabulary only, when it has one
+// (verification keeps the full head).
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -37,10 +38,14 @@ class DFlashBlockDrafter final : public Drafter {
   const model::DFlashDrafter& model() const { return drafter_; }
 
  private:
-  DFlashBlockDrafter(model::DFlashDrafter drafter, model::TokenHead head);
+  DFlashBlockDrafter(model::DFlashDrafter drafter, model::TokenHead head, at::Tensor draft_head);
+
+  // Logits [rows, vocab or draft vocab] float32 of the drafter's final hidden states.
+  at::Tensor Logits(const at::Tensor& hidden) const;
 
   model::DFlashDrafter drafter_;
   model::TokenHead head_;
+  at::Tensor draft_head_;  // the head's rows of drafter_.draft_vocab(); undefined without one
 };
 
 }  // namespace specd::engine

@@ -36,8 +36,13 @@ absl::StatusOr<DFlashDraftConfig> ParseDFlashDraftConfig(const nlohmann::json& c
   if (root.BoolOr("use_sliding_window", false)) {
     parsed.sliding_window = root.PositiveInt("sliding_window");
   }
+  parsed.draft_vocab_size = root.IntOr("draft_vocab_size", 0);
   parsed.torch_dtype = ReadTorchDType(root);
   if (!root.status().ok()) return root.status();
+  if (parsed.draft_vocab_size < 0 || parsed.draft_vocab_size > parsed.vocab_size) {
+    root.Fail("draft_vocab_size", absl::StrCat(parsed.draft_vocab_size, " is outside [0, ",
+                                               parsed.vocab_size, "] (the vocabulary)"));
+  }
 
   if (parsed.target_layer_ids.empty()) {
     dflash.Fail("target_layer_ids", "is empty");

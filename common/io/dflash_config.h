@@ -35,6 +35,10 @@ struct DFlashDraftConfig {
   // true. A drafter trained on sequences of N tokens has seen no key farther than N from a
   // query; its window keeps longer contexts in that range. 0: none.
   int64_t sliding_window = 0;
+  // A pruned head (EAGLE-3's `draft_vocab_size`): the drafter proposes only these many tokens, the
+  // most frequent of its training data, which its checkpoint's `d2t` names. 0: the whole
+  // vocabulary.
+  int64_t draft_vocab_size = 0;
   std::string torch_dtype;  // e.g. "bfloat16"; "" when the config names none
 };
 

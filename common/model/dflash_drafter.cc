@@ -52,6 +52,29 @@ std::string ShapeString(const at::Tensor& tensor) {
   return absl::StrCat("[", absl::StrJoin(tensor.sizes(), ", "), "]");
 }
 
+// The target ids of a pruned head: EAGLE-3's `d2t` int64 [draft_vocab_size], where draft id i
+// is target id i + d2t[i], so ascending ids within the vocabulary.
+absl::StatusOr<at::Tensor> ReadDraftVocab(const io::Checkpoint& checkpoint,
+                                          const io::DFlashDraftConfig& config) {
+  absl::StatusOr<const io::TensorView*> d2t = checkpoint.Get("d2t");
+  if (!d2t.ok()) return d2t.status();
+  const io::TensorView& view = **d2t;
+  if (view.dtype != io::DType::kI64 ||
+      view.shape != std::vector<int64_t>{config.draft_vocab_size}) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("d2t must be I64 [", config.draft_vocab_size, "] (draft_vocab_size)"));
+  }
+  const at::Tensor offsets =
+      at::from_blob(const_cast<std::byte*>(view.bytes.data()), {view.shape[0]}, at::kLong);
+  const at::Tensor ids = offsets + at::arange(view.shape[0], at::kLong);
+  const bool ascending = view.shape[0] < 2 || (ids.diff() > 0).all().item<bool>();
+  if (!ascending || ids[0].item<int64_t>() < 0 || ids[-1].item<int64_t>() >= config.vocab_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("d2t must name ascending ids within the vocabulary of ", config.vocab_size));
+  }
+  return ids;
+}
+
 }  // namespace
 
 absl::StatusOr<DFlashDrafter> DFlashDrafter::Load(const std::filesystem::path& dir,
@@ -103,6 +126,11 @@ absl::StatusOr<DFlashDrafter> DFlashDrafter::Load(const std::filesystem::path& d
     }
     drafter.norm_ = PlainRmsNorm(reader.Float32("norm.weight", {hidden}), eps);
     if (!reader.status().ok()) return reader.status();
+    if (config->draft_vocab_size > 0) {
+      absl::StatusOr<at::Tensor> vocab = ReadDraftVocab(*checkpoint, *config);
+      if (!vocab.ok()) return vocab.status();
+      drafter.draft_vocab_ = *std::move(vocab);
+    }
     drafter.parameters_ = reader.parameters();
     // Qwen3 rotates whole heads.
     drafter.rotary_ = RotaryEmbedding(config->head_dim, config->rope_theta, options);

@@ -58,6 +58,9 @@ class DFlashDrafter {
                                             const ModelOptions& options = {});
 
   const io::DFlashDraftConfig& config() const { return config_; }
+  // The target ids a pruned head proposes from (config().draft_vocab_size of them, ascending,
+  // from the checkpoint's `d2t`); undefined: the whole vocabulary.
+  const at::Tensor& draft_vocab() const { return draft_vocab_; }
   const ModelOptions& options() const { return options_; }
   // The weights, when loaded with ModelOptions::trainable.
   const std::vector<NamedParameter>& parameters() const { return parameters_; }
@@ -126,6 +129,7 @@ class DFlashDrafter {
   PlainRmsNorm norm_;
   RotaryEmbedding rotary_;
   std::vector<NamedParameter> parameters_;
+  at::Tensor draft_vocab_;
 };
 
 }  // namespace specd::model

@@ -3,13 +3,14 @@ the pipeline's DFlash pair drafts each family's prompt under both acceptance rul
 for both, and a target-only server decodes the same requests.
 
 Both rules run on one `specd serve --role all` (a request names its rule in
-speculation.draft_acceptance), with full blocks (no speculation guard) so that τ is the rules'
-alone; each round runs every family under every rule in turn. Prints per family: tokens per
+speculation.draft_acceptance), with full blocks so that τ is the rules' alone (--guard: with the
+speculation guard choosing them, for the speeds users get); each round runs every family under every
+configuration in turn, starting with another one each round. Prints per family: tokens per
 verify step τ (the median over rounds of all seeds together), tokens/s (completion tokens over
 wall time) and the ratio to target-only.
 
     .cache/python/bin/python tests/bench/rejection_sampling.py PIPELINE_DIR \\
-        [--new-tokens 128] [--seeds 4] [--rounds 3] [--temperature 1]
+        [--new-tokens 128] [--seeds 4] [--rounds 3] [--temperature 1] [--guard]
 
 PIPELINE_DIR is what `specd pipeline` wrote (its qad/best target, drafter-gptq and tokenizer).
 """
@@ -53,27 +54,31 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--guard", action="store_true")
     args = parser.parse_args()
 
     prompts = family_prompts()
     plain = Server(args.pipeline, None, guard=False, max_running=1)
-    paired = Server(args.pipeline, str(args.pipeline / "drafter-gptq"), guard=False, max_running=1)
+    paired = Server(args.pipeline, str(args.pipeline / "drafter-gptq"), args.guard, max_running=1)
     runs = collections.defaultdict(list)  # (family, configuration) → [(tokens/s, τ)]
     try:
         for server in (plain, paired):  # pages the weights in
             run(server, prompts["repetitive"], None, 1, 8, args.temperature)
-        for _ in range(args.rounds):
+        configurations = [("target-only", plain, None)] + [(rule, paired, rule) for rule in RULES]
+        for round_index in range(args.rounds):
+            # Each round starts with another configuration, so none always follows the same one.
+            shift = round_index % len(configurations)
+            order = configurations[shift:] + configurations[:shift]
             for family, prompt in prompts.items():
-                cell = (args.seeds, args.new_tokens, args.temperature)
-                runs[family, "target-only"].append(run(plain, prompt, None, *cell))
-                for rule in RULES:
-                    runs[family, rule].append(run(paired, prompt, rule, *cell))
+                for name, server, rule in order:
+                    cell = run(server, prompt, rule, args.seeds, args.new_tokens, args.temperature)
+                    runs[family, name].append(cell)
     finally:
         plain.close()
         paired.close()
 
     print(f"temperature {args.temperature}, {args.new_tokens} new tokens × {args.seeds} seeds, "
-          f"{args.rounds} rounds, medians")
+          f"{args.rounds} rounds, {'guarded' if args.guard else 'full'} blocks, medians")
     print("| family | acceptance | τ (tokens/step) | tokens/s | × target-only |")
     print("|---|---|---|---|---|")
     for family in prompts:
