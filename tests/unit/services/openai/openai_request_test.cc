@@ -22,7 +22,8 @@ TEST(OpenAiRequestTest, CompletionParametersMapOntoTheSamplingParams) {
       "frequency_penalty": 0.2, "repetition_penalty": 1.1, "ignore_eos": true, "min_tokens": 2,
       "stop_token_ids": [5, 6], "logprobs": 3, "skip_special_tokens": false,
       "include_stop_str_in_output": true,
-      "speculation": {"block_size": 4, "draft_window": 64, "min_draft_confidence": 0.25},
+      "speculation": {"block_size": 4, "draft_window": 64, "min_draft_confidence": 0.25,
+                      "draft_acceptance": "rejection-sampling"},
       "user": "someone", "n": 1, "echo": false, "best_of": 1, "logit_bias": {}, "suffix": null})");
   EXPECT_EQ(request.prompt().text(), "Hello");
   const v1::SamplingParams& sampling = request.sampling();
@@ -47,6 +48,7 @@ TEST(OpenAiRequestTest, CompletionParametersMapOntoTheSamplingParams) {
   EXPECT_EQ(request.speculation().block_size(), 4u);
   EXPECT_EQ(request.speculation().draft_window(), 64u);
   EXPECT_FLOAT_EQ(request.speculation().min_draft_confidence(), 0.25f);
+  EXPECT_EQ(request.speculation().draft_acceptance(), v1::DRAFT_ACCEPTANCE_REJECTION_SAMPLING);
 }
 
 TEST(OpenAiRequestTest, ACompletionWithoutMaxTokensGetsOpenAisSixteen) {
@@ -118,6 +120,9 @@ TEST(OpenAiRequestTest, WhatTheEngineCannotHonourIsRefusedNamingTheParameter) {
        "stream_options"},
       {Endpoint::kCompletions, R"({"prompt": "x", "speculation": {"blocks": 4}})",
        "speculation.blocks"},
+      {Endpoint::kCompletions,
+       R"({"prompt": "x", "speculation": {"draft_acceptance": "rejection"}})",
+       "speculation.draft_acceptance"},
       {Endpoint::kCompletions, R"({"max_tokens": 4})", "prompt"},
       {Endpoint::kCompletions, R"({"prompt": )", "body"},
       {Endpoint::kChatCompletions, "{" + chat + R"(, "tools": [{"type": "function"}]})", "tools"},
