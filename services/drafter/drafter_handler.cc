@@ -12,7 +12,7 @@
 #include "common/base/torch_errors.h"
 #include "common/engine/target_session.h"
 #include "common/rpc/context_buffer.h"
-#include "common/rpc/draft_distribution_proto.h"
+#include "common/rpc/draft_sampling_proto.h"
 #include "common/rpc/proto_duration.h"
 #include "common/rpc/random_id.h"
 #include "common/rpc/status.h"
@@ -82,17 +82,11 @@ absl::StatusOr<std::shared_ptr<DrafterHandler::Session>> DrafterHandler::FindOrO
 }
 
 absl::StatusOr<v1::DraftResponse> DrafterHandler::Draft(const v1::DraftRequest& request) {
-  const v1::DraftSampling& sampling = request.sampling();
   absl::StatusOr<engine::DraftOptions> options = drafter_->Resolve(
       {.block_size = request.block_size(),
        .window = request.has_window() ? request.window() : options_.default_window,
        .min_confidence = request.min_confidence(),
-       .rejection_sampling = sampling.temperature() > 0,
-       .sampling = {.temperature = sampling.temperature(),
-                    .top_k = sampling.top_k(),
-                    .top_p = sampling.top_p() > 0 ? sampling.top_p() : 1.0,
-                    .min_p = sampling.min_p(),
-                    .seed = sampling.seed()}});
+       .sampling = rpc::FromProto(request.sampling())});
   if (!options.ok()) return options.status();
   const int64_t anchor = request.anchor_token_id();
   if (absl::Status ids = engine::CheckTokenIds({&anchor, 1}, target_config_.vocab_size);

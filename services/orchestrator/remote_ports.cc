@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/rpc/draft_distribution_proto.h"
+#include "common/rpc/draft_sampling_proto.h"
 #include "services/verifier/sampling_params.h"
 
 namespace specd::orchestrator {
@@ -74,14 +74,8 @@ absl::StatusOr<engine::Drafts> RemoteDraftPort::Propose(int64_t anchor, int64_t 
   request.set_block_size(static_cast<uint32_t>(max_tokens > 0 ? options_.block_size : 1));
   request.set_window(static_cast<uint32_t>(options_.window));
   request.set_min_confidence(static_cast<float>(options_.min_confidence));
-  if (const engine::DraftSampling& sampling = options_.sampling; sampling.temperature > 0) {
-    v1::DraftSampling& wire = *request.mutable_sampling();
-    wire.set_temperature(static_cast<float>(sampling.temperature));
-    wire.set_top_k(static_cast<uint32_t>(sampling.top_k));
-    wire.set_top_p(static_cast<float>(sampling.top_p));
-    wire.set_min_p(static_cast<float>(sampling.min_p));
-    wire.set_seed(sampling.seed);
-  }
+  if (options_.sampling.temperature > 0)
+    *request.mutable_sampling() = rpc::ToProto(options_.sampling);
   opened_ = true;
   absl::StatusOr<v1::DraftResponse> response = drafter_.Draft(request);
   if (!response.ok()) return response.status();

@@ -13,7 +13,7 @@
 #include "common/engine/draft_acceptance.h"
 #include "common/engine/stop_criteria.h"
 #include "common/rpc/context_buffer.h"
-#include "common/rpc/draft_distribution_proto.h"
+#include "common/rpc/draft_sampling_proto.h"
 #include "common/rpc/proto_duration.h"
 #include "common/rpc/random_id.h"
 #include "common/rpc/status.h"
