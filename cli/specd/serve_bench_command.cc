@@ -37,14 +37,15 @@
 #include "cli/specd/commands.h"
 #include "cli/specd/cpu_kernel_options.h"
 #include "common/engine/in_process_ports.h"
-#include "common/model/dflash_drafter.h"
 #include "common/model/qwen35_model.h"
+#include "common/model/token_head.h"
 #include "common/rpc/api_key.h"
 #include "common/rpc/grpc_server.h"
 #include "common/text/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "services/drafter/drafter_grpc.h"
 #include "services/drafter/drafter_handler.h"
+#include "services/drafter/served_drafter.h"
 #include "services/orchestrator/generation_grpc.h"
 #include "services/orchestrator/generation_handler.h"
 #include "services/verifier/verifier_grpc.h"
@@ -250,8 +251,9 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
   const model::ModelOptions& model_options = flags.model_options;
   absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(flags.model, model_options);
   if (!target.ok()) return target.status();
-  absl::StatusOr<model::DFlashDrafter> drafter =
-      model::DFlashDrafter::Load(flags.drafter, model_options);
+  absl::StatusOr<drafter::ServedDrafter> drafter = drafter::OpenServedDrafter(
+      flags.drafter, target->config(), model_options,
+      [&]() -> absl::StatusOr<model::TokenHead> { return target->token_head(); });
   if (!drafter.ok()) return drafter.status();
   std::optional<text::Tokenizer> tokenizer;
   if (!flags.prompts.empty()) {
@@ -289,7 +291,7 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
                                                   .cache_pool = &cache_pool});
   if (!verifier.ok()) return verifier.status();
   absl::StatusOr<std::unique_ptr<drafter::DrafterHandler>> drafter_handler =
-      drafter::DrafterHandler::Create(*std::move(drafter), target->token_head(), target->config(),
+      drafter::DrafterHandler::Create(*std::move(drafter), target->config(),
                                       {.model_name = flags.drafter,
                                        .quantization = "",
                                        .default_window = 0,
@@ -436,7 +438,10 @@ void AddServeBench(CLI::App& bench) {
   CLI::App* command = bench.add_subcommand(
       "serve", "embedded vs distributed per-step overhead, and a concurrency sweep");
   command->add_option("--model", flags->model, "the target checkpoint")->required();
-  command->add_option("--drafter", flags->drafter, "the DFlash drafter")->required();
+  command
+      ->add_option("--drafter", flags->drafter,
+                   "the DFlash drafter directory, \"suffix\" or \"suffix+DIR\"")
+      ->required();
   command->add_option("--prompts", flags->prompts,
                       "conversations JSONL whose user turns are the prompts (default: random ids)");
   command->add_option("--tokenizer", flags->tokenizer,

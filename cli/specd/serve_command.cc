@@ -29,13 +29,9 @@
 #include "absl/time/time.h"
 #include "cli/specd/commands.h"
 #include "cli/specd/cpu_kernel_options.h"
-#include "common/engine/combined_drafter.h"
-#include "common/engine/drafter_factory.h"
 #include "common/engine/in_process_ports.h"
-#include "common/engine/suffix_drafter.h"
 #include "common/io/qwen35_checkpoint_config.h"
 #include "common/metrics/http_endpoint.h"
-#include "common/model/dflash_drafter.h"
 #include "common/model/qwen35_model.h"
 #include "common/model/token_head.h"
 #include "common/rpc/api_key.h"
@@ -47,7 +43,7 @@
 #include "nlohmann/json.hpp"
 #include "services/drafter/drafter_grpc.h"
 #include "services/drafter/drafter_handler.h"
-#include "services/drafter/in_process_drafter.h"
+#include "services/drafter/served_drafter.h"
 #include "services/openai/openai_server.h"
 #include "services/orchestrator/generation_grpc.h"
 #include "services/orchestrator/generation_handler.h"
@@ -160,8 +156,6 @@ struct Role {
   std::unique_ptr<engine::CachePool> cache_pool;  // before the sessions' owners: outlives them
   std::shared_ptr<verifier::VerifierHandler> verifier;
   std::shared_ptr<drafter::DrafterHandler> drafter;
-  std::shared_ptr<drafter::InProcessDrafter> model_free_drafter;  // --role all --drafter suffix
-  std::unique_ptr<engine::CombinedDrafter> combined_drafter;      // --role all --drafter suffix+DIR
   std::unique_ptr<orchestrator::BackendPool>
       backends;  // the orchestrator's verifier + drafter pairs
   std::unique_ptr<orchestrator::GenerationHandler> generation;
@@ -286,29 +280,33 @@ absl::Status AddVerifier(const ServeFlags& flags, prometheus::Registry& registry
   return absl::OkStatus();
 }
 
-// The drafter drafts through the target's embedding and head: in process, the verifier's own
-// tensors; on its own, the two tensors read from the target checkpoint.
-absl::Status AddDrafter(const ServeFlags& flags, const std::string& drafter_dir,
-                        const std::string& target_dir, prometheus::Registry& registry, Role& role) {
-  absl::StatusOr<model::DFlashDrafter> drafter =
-      model::DFlashDrafter::Load(drafter_dir, flags.model_options);
-  if (!drafter.ok()) return drafter.status();
-  absl::StatusOr<engine::CachePool*> pool = CachePoolOf(flags, registry, role);
-  if (!pool.ok()) return pool.status();
-  ReportCapacity(flags, **pool, "drafter", drafter->SequenceFootprint());
+// The drafter --drafter names, for the target in `target_dir`. A DFlash drafter drafts through
+// the target's embedding and head: in process, the verifier's own tensors; on its own, the two
+// tensors read from the target checkpoint.
+absl::Status AddDrafter(const ServeFlags& flags, const std::string& target_dir,
+                        prometheus::Registry& registry, Role& role) {
   absl::StatusOr<io::Qwen35CheckpointConfig> target_config =
       io::ReadQwen35CheckpointConfig(target_dir);
   if (!target_config.ok()) return target_config.status();
-  absl::StatusOr<model::TokenHead> head =
-      role.target.has_value() ? role.target->token_head() : model::TokenHead::Load(target_dir);
-  if (!head.ok()) return head.status();
+  absl::StatusOr<drafter::ServedDrafter> served = drafter::OpenServedDrafter(
+      flags.drafter, target_config->text, flags.model_options,
+      [&]() -> absl::StatusOr<model::TokenHead> {
+        return role.target.has_value() ? role.target->token_head()
+                                       : model::TokenHead::Load(target_dir);
+      });
+  if (!served.ok()) return served.status();
+  absl::StatusOr<engine::CachePool*> pool = CachePoolOf(flags, registry, role);
+  if (!pool.ok()) return pool.status();
+  ReportCapacity(flags, **pool, "drafter", served->drafter->SessionFootprint());
   prometheus::Gauge& open_sessions =
       AddGauge(registry, "specd_drafter_open_sessions", "Drafter sessions open now.");
+  const std::string quantization =
+      served->checkpoint.empty() ? "" : QuantizationOf(served->checkpoint);
   absl::StatusOr<std::unique_ptr<drafter::DrafterHandler>> handler =
       drafter::DrafterHandler::Create(
-          *std::move(drafter), *std::move(head), target_config->text,
-          {.model_name = drafter_dir,
-           .quantization = QuantizationOf(drafter_dir),
+          *std::move(served), target_config->text,
+          {.model_name = flags.drafter,
+           .quantization = quantization,
            .default_window = flags.window,
            .max_sessions = flags.max_sessions,
            .session_idle_timeout = Seconds(flags.session_idle_timeout_s),
@@ -320,33 +318,6 @@ absl::Status AddDrafter(const ServeFlags& flags, const std::string& drafter_dir,
   role.services.push_back(std::make_unique<drafter::DrafterGrpcService>(*role.drafter));
   role.health_names.push_back("specd.v1.DrafterService");
   return absl::OkStatus();
-}
-
-// The drafter of an in-process pair (--role all), and what describes it to the orchestrator.
-struct PairDrafter {
-  const engine::Drafter* drafter = nullptr;  // null: target-only
-  std::shared_ptr<drafter::DrafterApi> api;
-};
-
-// --drafter DIR: the DFlash drafter (also served as a DrafterService); "suffix": the suffix
-// drafter, in process only; "suffix+DIR": both, combined step by step.
-absl::StatusOr<PairDrafter> AddPairDrafter(const ServeFlags& flags, prometheus::Registry& registry,
-                                           Role& role) {
-  if (flags.drafter.empty()) return PairDrafter{};
-  if (flags.drafter == engine::kSuffixDrafter) {
-    role.model_free_drafter = std::make_shared<drafter::InProcessDrafter>(
-        std::make_unique<engine::SuffixDrafter>(engine::kDefaultModelFreeBlockSize), flags.drafter,
-        role.target->config());
-    return PairDrafter{&role.model_free_drafter->drafter(), role.model_free_drafter};
-  }
-  const bool combined = flags.drafter.starts_with(engine::kCombinedDrafterPrefix);
-  const std::string dflash =
-      combined ? flags.drafter.substr(std::string_view(engine::kCombinedDrafterPrefix).size())
-               : flags.drafter;
-  if (absl::Status ok = AddDrafter(flags, dflash, flags.model, registry, role); !ok.ok()) return ok;
-  if (!combined) return PairDrafter{&role.drafter->drafter(), role.drafter};
-  role.combined_drafter = std::make_unique<engine::CombinedDrafter>(role.drafter->drafter());
-  return PairDrafter{role.combined_drafter.get(), role.drafter};
 }
 
 // How the orchestrator reaches its pairs: plain text or TLS, and the name their certificates
@@ -476,13 +447,7 @@ absl::Status BuildRole(const ServeFlags& flags, prometheus::Registry& registry, 
         !ok.ok()) {
       return ok;
     }
-    if (flags.drafter == engine::kSuffixDrafter ||
-        flags.drafter.starts_with(engine::kCombinedDrafterPrefix)) {
-      return absl::InvalidArgumentError(
-          "the suffix drafter reads the token ids a verifier commits, which only the "
-          "orchestrator's process has: serve it with --role all");
-    }
-    return AddDrafter(flags, flags.drafter, flags.target, registry, role);
+    return AddDrafter(flags, flags.target, registry, role);
   }
   if (name == "orchestrator") {
     if (flags.verifier_addr.empty() == flags.pairs.empty()) {
@@ -512,17 +477,18 @@ absl::Status BuildRole(const ServeFlags& flags, prometheus::Registry& registry, 
   if (name == "all") {
     if (absl::Status ok = RequireFlags({{"--model", &flags.model}}, name); !ok.ok()) return ok;
     if (absl::Status ok = AddVerifier(flags, registry, role); !ok.ok()) return ok;
-    absl::StatusOr<PairDrafter> drafter = AddPairDrafter(flags, registry, role);
-    if (!drafter.ok()) return drafter.status();
+    if (!flags.drafter.empty()) {
+      if (absl::Status ok = AddDrafter(flags, flags.model, registry, role); !ok.ok()) return ok;
+    }
     const std::string tokenizer =
         text::Tokenizer::FileFor(flags.model, flags.tokenizer).value_or("").string();
     absl::StatusOr<std::unique_ptr<orchestrator::BackendPool>> pair =
         orchestrator::BackendPool::Fixed(
             {.host = "in-process",
              .verifier = role.verifier,
-             .drafter = drafter->api,
+             .drafter = role.drafter,
              .in_process = std::make_shared<engine::InProcessPair>(
-                 *role.target, drafter->drafter,
+                 *role.target, role.drafter == nullptr ? nullptr : &role.drafter->drafter(),
                  engine::PairOptions{.target_batching = BatchingOf(flags, registry, "verifier"),
                                      .draft_batching = BatchingOf(flags, registry, "drafter"),
                                      .cache_pool = role.cache_pool.get()})},
@@ -711,7 +677,7 @@ void AddServeCommand(CLI::App& app) {
                    "verifier, drafter: seconds before an untouched session is dropped")
       ->capture_default_str();
   serve->add_option("--drafter", flags->drafter,
-                    "drafter, all: the DFlash drafter directory; all: or \"suffix\" (model-free, "
+                    "drafter, all: the DFlash drafter directory, \"suffix\" (model-free, "
                     "drafting from the text's own earlier continuations), or \"suffix+DIR\" "
                     "(both, the one expected to be accepted longer each step)");
   serve->add_option("--target", flags->target,

@@ -103,15 +103,12 @@ double ExpectedAcceptedLength(std::span<const float> confidence) {
   return expected;
 }
 
-CombinedDrafter::CombinedDrafter(const Drafter& model)
-    : model_(model), suffix_(model.block_size()) {}
-
 CombinedDrafter::CombinedDrafter(std::unique_ptr<Drafter> model)
-    : owned_(std::move(model)), model_(*owned_), suffix_(owned_->block_size()) {}
+    : model_(std::move(model)), suffix_(model_->block_size()) {}
 
 absl::StatusOr<std::unique_ptr<DraftSession>> CombinedDrafter::OpenSession(
     int64_t max_length) const {
-  absl::StatusOr<std::unique_ptr<DraftSession>> model = model_.OpenSession(max_length);
+  absl::StatusOr<std::unique_ptr<DraftSession>> model = model_->OpenSession(max_length);
   if (!model.ok()) return model.status();
   absl::StatusOr<std::unique_ptr<DraftSession>> suffix = suffix_.OpenSession(max_length);
   if (!suffix.ok()) return suffix.status();
@@ -119,7 +116,7 @@ absl::StatusOr<std::unique_ptr<DraftSession>> CombinedDrafter::OpenSession(
 }
 
 model::CacheFootprint CombinedDrafter::SessionFootprint() const {
-  return model_.SessionFootprint() + suffix_.SessionFootprint();
+  return model_->SessionFootprint() + suffix_.SessionFootprint();
 }
 
 std::vector<absl::StatusOr<DraftProposal>> CombinedDrafter::ProposeBatch(
@@ -129,7 +126,7 @@ std::vector<absl::StatusOr<DraftProposal>> CombinedDrafter::ProposeBatch(
     call.session = &static_cast<CombinedDraftSession*>(call.session)->model();
     call.report_confidence = true;
   }
-  std::vector<absl::StatusOr<DraftProposal>> proposals = model_.ProposeBatch(model_calls);
+  std::vector<absl::StatusOr<DraftProposal>> proposals = model_->ProposeBatch(model_calls);
   for (size_t i = 0; i < batch.size(); ++i) {
     if (!proposals[i].ok()) continue;
     auto& session = *static_cast<CombinedDraftSession*>(batch[i].session);

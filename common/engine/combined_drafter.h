@@ -22,15 +22,13 @@ double ExpectedAcceptedLength(std::span<const float> confidence);
 
 class CombinedDrafter final : public Drafter {
  public:
-  // Drafts with `model`, which must outlive it (a drafter service owns it).
-  explicit CombinedDrafter(const Drafter& model);
-  // Drafts with `model`, its own.
   explicit CombinedDrafter(std::unique_ptr<Drafter> model);
 
-  int64_t block_size() const override { return model_.block_size(); }
-  std::vector<int64_t> TargetHiddenStates() const override { return model_.TargetHiddenStates(); }
+  int64_t block_size() const override { return model_->block_size(); }
+  std::vector<int64_t> TargetHiddenStates() const override { return model_->TargetHiddenStates(); }
+  bool ReadsTokenIds() const override { return true; }  // the suffix index's
   absl::StatusOr<DraftOptions> Resolve(const DraftOptions& options) const override {
-    return model_.Resolve(options);
+    return model_->Resolve(options);
   }
   absl::StatusOr<std::unique_ptr<DraftSession>> OpenSession(int64_t max_length) const override;
   model::CacheFootprint SessionFootprint() const override;
@@ -40,8 +38,7 @@ class CombinedDrafter final : public Drafter {
       std::span<const DraftCall> batch) const override;
 
  private:
-  std::unique_ptr<Drafter> owned_;
-  const Drafter& model_;
+  const std::unique_ptr<const Drafter> model_;
   SuffixDrafter suffix_;
 };
 

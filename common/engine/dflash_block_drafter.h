@@ -27,6 +27,7 @@ class DFlashBlockDrafter final : public Drafter {
 
   int64_t block_size() const override { return drafter_.config().block_size; }
   std::vector<int64_t> TargetHiddenStates() const override;
+  bool ReadsTokenIds() const override { return false; }  // the anchor is all it reads of ids
   absl::StatusOr<DraftOptions> Resolve(const DraftOptions& options) const override;
   absl::StatusOr<std::unique_ptr<DraftSession>> OpenSession(int64_t max_length) const override;
   model::CacheFootprint SessionFootprint() const override;

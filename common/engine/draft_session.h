@@ -99,6 +99,9 @@ class Drafter {
   virtual int64_t block_size() const = 0;
   // The target hidden_states indices (ForwardOptions::hidden_states) its sessions read.
   virtual std::vector<int64_t> TargetHiddenStates() const = 0;
+  // Whether its sessions read the committed ids (CommittedContext::ids); those of a drafter that
+  // does not may be given rows alone.
+  virtual bool ReadsTokenIds() const = 0;
   // ResolveDraftOptions, plus whatever this drafter cannot honour.
   virtual absl::StatusOr<DraftOptions> Resolve(const DraftOptions& options) const = 0;
   // A session for sequences of up to `max_length` positions.

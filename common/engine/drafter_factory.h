@@ -19,6 +19,14 @@ inline constexpr char kCombinedDrafterPrefix[] = "suffix+";
 // drafters' (research/dflash.md §2.1).
 inline constexpr int64_t kDefaultModelFreeBlockSize = 16;
 
+// A drafter's name split: whether it has the suffix drafter (alone or combined), and its model
+// drafter's source (the oracle or a DFlash checkpoint directory; empty: none).
+struct DrafterSource {
+  bool suffix = false;
+  std::string model;
+};
+DrafterSource ParseDrafterSource(const std::string& source);
+
 // `model_free_block_size` (0: the default) sizes the oracle and the suffix drafter; a DFlash
 // drafter has its own. `target` must outlive the result.
 absl::StatusOr<std::unique_ptr<Drafter>> OpenDrafter(const std::string& source,

@@ -3,8 +3,8 @@
 // itself on a second cache. Under greedy verification every proposal is accepted, so it shows the
 // engine's ceiling (τ = block size) and its overhead apart from any drafter's quality; tests and
 // `specd bench spec` use it. Under rejection sampling it draws each draft from the target's own
-// distribution (over its most likely tokens), the ceiling there. It reads committed ids, not hidden
-// states, so it runs in process.
+// distribution (over its most likely tokens), the ceiling there. It runs the target itself, so it
+// drafts in process only (generate, bench), never as a service.
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -22,6 +22,7 @@ class OracleDrafter final : public Drafter {
 
   int64_t block_size() const override { return block_size_; }
   std::vector<int64_t> TargetHiddenStates() const override { return {}; }
+  bool ReadsTokenIds() const override { return true; }
   // Any block up to block_size(); no window, no adaptive length.
   absl::StatusOr<DraftOptions> Resolve(const DraftOptions& options) const override;
   absl::StatusOr<std::unique_ptr<DraftSession>> OpenSession(int64_t max_length) const override;

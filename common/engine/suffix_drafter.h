@@ -61,6 +61,7 @@ class SuffixDrafter final : public Drafter {
 
   int64_t block_size() const override { return block_size_; }
   std::vector<int64_t> TargetHiddenStates() const override { return {}; }
+  bool ReadsTokenIds() const override { return true; }
   // Any block up to block_size() and adaptive length; no window (it has no attention).
   absl::StatusOr<DraftOptions> Resolve(const DraftOptions& options) const override;
   absl::StatusOr<std::unique_ptr<DraftSession>> OpenSession(int64_t max_length) const override;

@@ -42,12 +42,9 @@ std::string BufferKey(const v1::TensorHandle& handle) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DrafterHandler>> DrafterHandler::Create(
-    model::DFlashDrafter drafter, model::TokenHead head, io::Qwen35TextConfig target_config,
-    DrafterOptions options) {
-  absl::StatusOr<std::unique_ptr<engine::DFlashBlockDrafter>> dflash =
-      engine::DFlashBlockDrafter::Create(std::move(drafter), std::move(head), target_config);
-  if (!dflash.ok()) return dflash.status();
-  if (absl::Status window = (*dflash)->Resolve({.window = options.default_window}).status();
+    ServedDrafter drafter, io::Qwen35TextConfig target_config, DrafterOptions options) {
+  if (drafter.drafter == nullptr) return absl::InvalidArgumentError("no drafter to serve");
+  if (absl::Status window = drafter.drafter->Resolve({.window = options.default_window}).status();
       !window.ok()) {
     return window;
   }
@@ -55,16 +52,17 @@ absl::StatusOr<std::unique_ptr<DrafterHandler>> DrafterHandler::Create(
     return absl::InvalidArgumentError("the drafter needs max_sessions ≥ 1");
   }
   return std::unique_ptr<DrafterHandler>(
-      new DrafterHandler(*std::move(dflash), std::move(target_config), std::move(options)));
+      new DrafterHandler(std::move(drafter), std::move(target_config), std::move(options)));
 }
 
-DrafterHandler::DrafterHandler(std::unique_ptr<engine::DFlashBlockDrafter> drafter,
-                               io::Qwen35TextConfig target_config, DrafterOptions options)
+DrafterHandler::DrafterHandler(ServedDrafter drafter, io::Qwen35TextConfig target_config,
+                               DrafterOptions options)
     : drafter_(std::move(drafter)),
+      reads_rows_(!drafter_.drafter->TargetHiddenStates().empty()),
       target_config_(std::move(target_config)),
       options_(std::move(options)),
       instance_id_(rpc::NewInstanceId()),
-      batcher_(*drafter_, options_.batching),
+      batcher_(*drafter_.drafter, options_.batching),
       sessions_(options_.max_sessions, options_.session_idle_timeout,
                 [gauge = options_.open_sessions](size_t open) {
                   if (gauge != nullptr) gauge->Set(static_cast<double>(open));
@@ -76,13 +74,13 @@ absl::StatusOr<std::shared_ptr<DrafterHandler::Session>> DrafterHandler::FindOrO
     const std::string& session_id, bool& opened) {
   if (std::shared_ptr<Session> found = sessions_.Find(session_id)) return found;
   opened = true;
-  const auto width =
-      static_cast<int64_t>(drafter_->TargetHiddenStates().size()) * target_config_.hidden_size;
+  const auto width = static_cast<int64_t>(drafter_.drafter->TargetHiddenStates().size()) *
+                     target_config_.hidden_size;
   return sessions_.Insert(session_id, std::make_shared<Session>(width, batcher_));
 }
 
 absl::StatusOr<v1::DraftResponse> DrafterHandler::Draft(const v1::DraftRequest& request) {
-  absl::StatusOr<engine::DraftOptions> options = drafter_->Resolve(
+  absl::StatusOr<engine::DraftOptions> options = drafter_.drafter->Resolve(
       {.block_size = request.block_size(),
        .window = request.has_window() ? request.window() : options_.default_window,
        .min_confidence = request.min_confidence(),
@@ -109,45 +107,61 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
                                                            const v1::DraftRequest& request,
                                                            const engine::DraftOptions& options) {
   const base::Clock::time_point start = base::Clock::now();
-  if (absl::Status accepted = session.context.Accept(request.context()); !accepted.ok()) {
-    return accepted;
+  const v1::CommittedTokens& committed = request.committed();
+  int64_t end = static_cast<int64_t>(committed.begin()) + committed.ids_size();
+  int64_t capacity = request.max_session_length();
+  if (reads_rows_) {
+    if (absl::Status accepted = session.context.Accept(request.context()); !accepted.ok()) {
+      return accepted;
+    }
+    // Context projected from another buffer (a restarted verifier, a reused session id) is not
+    // this one's.
+    if (const std::string buffer = BufferKey(request.context()); buffer != session.buffer) {
+      session.draft.reset();
+      session.buffer = buffer;
+    }
+    if (drafter_.drafter->ReadsTokenIds() && request.context().token_range().end() != end) {
+      return rpc::AtField(
+          "committed", absl::InvalidArgumentError(
+                           absl::StrCat("its ids end at position ", end, ", the context's rows at ",
+                                        request.context().token_range().end())));
+    }
+    end = request.context().token_range().end();
+    capacity = session.context.rows();
+  } else if (end > capacity) {
+    return rpc::AtField("max_session_length",
+                        absl::InvalidArgumentError(
+                            absl::StrCat(capacity, " is below the ", end,
+                                         " committed positions (a drafter "
+                                         "that maps no context buffer sizes its session by it)")));
   }
-  // Context projected from another buffer (a restarted verifier, a reused session id) is not
-  // this one's.
-  if (const std::string buffer = BufferKey(request.context()); buffer != session.buffer) {
-    session.draft.reset();
-    session.buffer = buffer;
-  }
-  const int64_t end = request.context().token_range().end();
   v1::DraftResponse response;
   absl::Status drafted = base::CatchTorchErrors("draft", [&]() -> absl::Status {
-    if (session.draft == nullptr || session.capacity < session.context.rows()) {
+    if (session.draft == nullptr || session.capacity < capacity) {
       session.draft.reset();
       session.memory.reset();
       if (options_.cache_pool != nullptr) {
         absl::StatusOr<engine::CachePool::Reservation> reserved =
-            options_.cache_pool->TryReserve(drafter_->SessionFootprint(), session.context.rows());
+            options_.cache_pool->TryReserve(drafter_.drafter->SessionFootprint(), capacity);
         if (!reserved.ok()) return reserved.status();
         session.memory.emplace(*std::move(reserved));
       }
       absl::StatusOr<std::unique_ptr<engine::DraftSession>> draft =
-          drafter_->OpenSession(session.context.rows());
+          drafter_.drafter->OpenSession(capacity);
       if (!draft.ok()) return draft.status();
       session.draft = *std::move(draft);
-      session.capacity = session.context.rows();
+      session.capacity = capacity;
     }
     engine::DraftSession& draft = *session.draft;
     // Rows the verifier rewrote are taken in again, and so are rows of verifies this drafter was
     // not called for; they are projected straight from the mapped buffer (never copied).
-    const int64_t from = std::min<int64_t>(request.context().token_range().begin(), draft.length());
-    const engine::CommittedContext context{
-        .begin = from,
-        .ids = {},
-        .rows = at::from_blob(const_cast<float*>(session.context.Row(from)),
-                              {end - from, session.context.width()}, at::kFloat)};
+    int64_t from = draft.length();
+    if (reads_rows_) from = std::min<int64_t>(request.context().token_range().begin(), from);
+    absl::StatusOr<engine::CommittedContext> context = ContextOf(session, request, from, end);
+    if (!context.ok()) return context.status();
     absl::StatusOr<engine::DraftProposal> proposal =
         batcher_.Propose({.session = &draft,
-                          .context = {&context, 1},
+                          .context = {&*context, 1},
                           .anchor = request.anchor_token_id(),
                           .count = options.block_size - 1,
                           .options = options,
@@ -166,6 +180,34 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
   return response;
 }
 
+absl::StatusOr<engine::CommittedContext> DrafterHandler::ContextOf(const Session& session,
+                                                                   const v1::DraftRequest& request,
+                                                                   int64_t from,
+                                                                   int64_t end) const {
+  engine::CommittedContext context{.begin = from, .ids = {}, .rows = {}};
+  if (drafter_.drafter->ReadsTokenIds()) {
+    const v1::CommittedTokens& committed = request.committed();
+    if (committed.begin() > from) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("committed: the ids begin at position ", committed.begin(),
+                       " but the session needs them "
+                       "from position ",
+                       from, " (a drafter that restarted has lost its sessions)"));
+    }
+    context.begin = committed.begin();
+    context.ids.assign(committed.ids().begin(), committed.ids().end());
+    if (absl::Status ids = engine::CheckTokenIds(context.ids, target_config_.vocab_size);
+        !ids.ok()) {
+      return rpc::AtField("committed.ids", ids);
+    }
+  }
+  if (reads_rows_) {
+    context.rows = at::from_blob(const_cast<float*>(session.context.Row(context.begin)),
+                                 {end - context.begin, session.context.width()}, at::kFloat);
+  }
+  return context;
+}
+
 absl::StatusOr<v1::DrafterServiceReleaseResponse> DrafterHandler::Release(
     const v1::DrafterServiceReleaseRequest& request) {
   v1::DrafterServiceReleaseResponse response;
@@ -174,23 +216,28 @@ absl::StatusOr<v1::DrafterServiceReleaseResponse> DrafterHandler::Release(
 }
 
 absl::StatusOr<v1::DrafterServiceInfoResponse> DrafterHandler::Info() {
-  const io::DFlashDraftConfig& config = drafter_->model().config();
+  const engine::Drafter& drafter = *drafter_.drafter;
   v1::DrafterServiceInfoResponse info;
   info.set_instance_id(instance_id_);
   info.set_model_name(options_.model_name);
   info.set_quantization(options_.quantization);
-  info.set_block_size(static_cast<uint32_t>(config.block_size));
-  info.set_max_block_size(static_cast<uint32_t>(config.block_size));
-  info.set_mask_token_id(static_cast<uint32_t>(config.mask_token_id));
-  info.mutable_target_layer_ids()->Assign(config.target_layer_ids.begin(),
-                                          config.target_layer_ids.end());
+  info.set_block_size(static_cast<uint32_t>(drafter.block_size()));
+  info.set_max_block_size(static_cast<uint32_t>(drafter.block_size()));
+  if (const model::DFlashDrafter* dflash = drafter_.dflash; dflash != nullptr) {
+    const io::DFlashDraftConfig& config = dflash->config();
+    info.set_mask_token_id(static_cast<uint32_t>(config.mask_token_id));
+    info.mutable_target_layer_ids()->Assign(config.target_layer_ids.begin(),
+                                            config.target_layer_ids.end());
+    info.set_num_layers(static_cast<uint32_t>(config.num_hidden_layers));
+    info.set_device(dflash->options().device.str());
+  } else {
+    info.set_device("cpu");
+  }
   info.set_hidden_size(static_cast<uint32_t>(target_config_.hidden_size));
-  info.set_num_layers(static_cast<uint32_t>(config.num_hidden_layers));
   info.set_vocab_size(static_cast<uint32_t>(target_config_.vocab_size));
   info.set_default_window(
-      static_cast<uint32_t>(drafter_->Resolve({.window = options_.default_window})->window));
-  info.add_memory_kinds(v1::MEMORY_KIND_POSIX_SHM);
-  info.set_device(drafter_->model().options().device.str());
+      static_cast<uint32_t>(drafter.Resolve({.window = options_.default_window})->window));
+  if (reads_rows_) info.add_memory_kinds(v1::MEMORY_KIND_POSIX_SHM);
   info.set_uses_shared_weights(false);
   info.set_max_sessions(static_cast<uint32_t>(options_.max_sessions));
   *info.mutable_session_idle_timeout() = rpc::ToProtoDuration(options_.session_idle_timeout);

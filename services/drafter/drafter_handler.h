@@ -1,8 +1,9 @@
 #pragma once
-// The DFlash drafter service (protos/specd/v1/drafter.proto): the drafter with the target's
-// embedding and head, and a table of the engine's draft sessions, one per request, each with a
-// mapping of the verifier's context buffer. Each Draft takes in the context rows its session has
-// not seen yet and proposes one block in one non-causal forward (engine::DFlashBlockDrafter).
+// The drafter service (protos/specd/v1/drafter.proto): a drafter (served_drafter.h) and a table
+// of the engine's draft sessions, one per request, each with a mapping of the verifier's context
+// buffer when the drafter reads hidden states. Each Draft takes in the committed positions its
+// session has not seen yet (rows of the buffer, ids of the request) and proposes one block; the
+// Drafts of concurrent sessions share the drafter's forwards (engine::DraftBatcher).
 #include <prometheus/gauge.h>
 
 #include <cstdint>
@@ -11,20 +12,19 @@
 
 #include "absl/time/time.h"
 #include "common/engine/cache_pool.h"
-#include "common/engine/dflash_block_drafter.h"
 #include "common/engine/draft_batcher.h"
+#include "common/engine/draft_session.h"
 #include "common/engine/step_batcher.h"
 #include "common/io/qwen35_config.h"
-#include "common/model/dflash_drafter.h"
-#include "common/model/token_head.h"
 #include "common/rpc/session_table.h"
 #include "services/drafter/drafter_api.h"
+#include "services/drafter/served_drafter.h"
 
 namespace specd::drafter {
 
 struct DrafterOptions {
-  std::string model_name;      // reported by Info (e.g. the checkpoint directory)
-  std::string quantization;    // "w4a16" or "dense"
+  std::string model_name;      // reported by Info (the name it was opened by)
+  std::string quantization;    // "w4a16", "dense", or empty without a DFlash drafter
   int64_t default_window = 0;  // a Draft without a window gets this one; 0: the trained one
   int64_t max_sessions = 64;
   absl::Duration session_idle_timeout = absl::Seconds(60);
@@ -38,9 +38,8 @@ struct DrafterOptions {
 
 class DrafterHandler final : public DrafterApi {
  public:
-  // Fails unless `drafter` fits the target of `target_config`.
-  static absl::StatusOr<std::unique_ptr<DrafterHandler>> Create(model::DFlashDrafter drafter,
-                                                                model::TokenHead head,
+  // Serves `drafter`, opened for the target of `target_config`.
+  static absl::StatusOr<std::unique_ptr<DrafterHandler>> Create(ServedDrafter drafter,
                                                                 io::Qwen35TextConfig target_config,
                                                                 DrafterOptions options);
   ~DrafterHandler() override;
@@ -53,21 +52,26 @@ class DrafterHandler final : public DrafterApi {
   size_t open_sessions() const { return sessions_.size(); }
   engine::BatchingStats batching_stats() const { return batcher_.stats(); }
   // The drafter its sessions run, for an in-process pair that drafts with it directly.
-  const engine::DFlashBlockDrafter& drafter() const { return *drafter_; }
+  const engine::Drafter& drafter() const { return *drafter_.drafter; }
 
  private:
   struct Session;
 
-  DrafterHandler(std::unique_ptr<engine::DFlashBlockDrafter> drafter,
-                 io::Qwen35TextConfig target_config, DrafterOptions options);
+  DrafterHandler(ServedDrafter drafter, io::Qwen35TextConfig target_config, DrafterOptions options);
 
   // The session, opened (`opened` set) on its first Draft.
   absl::StatusOr<std::shared_ptr<Session>> FindOrOpen(const std::string& session_id, bool& opened);
-  // Brings the session's cache up to the handle's token_range.end and drafts the block.
+  // Brings the session up to the committed positions' end and drafts the block.
   absl::StatusOr<v1::DraftResponse> RunDraft(Session& session, const v1::DraftRequest& request,
                                              const engine::DraftOptions& options);
+  // The committed positions of `request` the session takes in, from `from` on (lowered to where
+  // the request's ids begin, for a drafter that reads them), to `end`.
+  absl::StatusOr<engine::CommittedContext> ContextOf(const Session& session,
+                                                     const v1::DraftRequest& request, int64_t from,
+                                                     int64_t end) const;
 
-  const std::unique_ptr<const engine::DFlashBlockDrafter> drafter_;
+  const ServedDrafter drafter_;
+  const bool reads_rows_;  // the drafter taps target layers: sessions map the context buffer
   const io::Qwen35TextConfig target_config_;
   const DrafterOptions options_;
   const std::string instance_id_;

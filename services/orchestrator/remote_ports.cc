@@ -24,6 +24,8 @@ absl::StatusOr<engine::EmittedTokens> RemoteTargetPort::Prefill() {
   if (!response.ok()) return response.status();
   generation_ = response->generation();
   context_ = response->context();
+  committed_.assign(prefill_.token_ids().begin(), prefill_.token_ids().end());
+  anchor_ = response->next_token_id();
   engine::EmittedTokens tokens{.ids = {response->next_token_id()}, .logprobs = {}};
   if (response->has_next_token_logprob()) {
     tokens.logprobs.push_back(verifier::FromProto(response->next_token_logprob()));
@@ -43,6 +45,10 @@ absl::StatusOr<engine::EmittedTokens> RemoteTargetPort::Verify(const engine::Dra
   if (!response.ok()) return response.status();
   generation_ = response->generation();
   context_ = response->context();
+  committed_.push_back(anchor_);
+  committed_.insert(committed_.end(), response->accepted_token_ids().begin(),
+                    response->accepted_token_ids().end());
+  anchor_ = response->next_token_id();
   engine::EmittedTokens tokens{.ids = std::vector<int64_t>(response->accepted_token_ids().begin(),
                                                            response->accepted_token_ids().end()),
                                .logprobs = {},
@@ -76,9 +82,19 @@ absl::StatusOr<engine::Drafts> RemoteDraftPort::Propose(int64_t anchor, int64_t 
   request.set_min_confidence(static_cast<float>(options_.min_confidence));
   if (options_.sampling.temperature > 0)
     *request.mutable_sampling() = rpc::ToProto(options_.sampling);
+  // The ids from where the drafter's session ends, or from the first row the verifier rewrote.
+  const std::span<const uint32_t> committed = target_.committed();
+  int64_t from = std::min<int64_t>(drafter_length_, static_cast<int64_t>(committed.size()));
+  if (target_.context().has_token_range()) {
+    from = std::min<int64_t>(from, target_.context().token_range().begin());
+  }
+  request.mutable_committed()->set_begin(static_cast<uint32_t>(from));
+  request.mutable_committed()->mutable_ids()->Assign(committed.begin() + from, committed.end());
+  request.set_max_session_length(target_.max_session_length());
   opened_ = true;
   absl::StatusOr<v1::DraftResponse> response = drafter_.Draft(request);
   if (!response.ok()) return response.status();
+  drafter_length_ = response->context_length();
   if (response->distributions_size() > 0 &&
       response->distributions_size() != response->draft_token_ids_size()) {
     return absl::InternalError(absl::StrCat("the drafter sent ", response->distributions_size(),

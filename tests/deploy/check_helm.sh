@@ -51,6 +51,9 @@ check "target only, trainer on a pre-bound volume, no HTTP API" 1.31.0 \
   --set orchestrator.http.enabled=false
 check "drafter on the node's GPU, TLS with the Secret's own ca.crt" 1.31.0 \
   --set pairs.gpu.devicePlugin.drafter=nodeGPU --set tls.secretName=specd-tls
+check "the suffix drafter alone" 1.31.0 --set models.drafter=suffix
+check "the suffix drafter combined with the DFlash drafter" 1.31.0 \
+  --set models.drafter=suffix+qwen35-4b-dflash
 check "drafter on a GPU of its own, no trainer, no disruption budgets" 1.31.0 \
   --set pairs.gpu.devicePlugin.drafter=dedicated --set trainer.enabled=false \
   --set orchestrator.podDisruptionBudget.enabled=false --set pairs.podDisruptionBudget.enabled=false

@@ -71,8 +71,11 @@ std::unique_ptr<ServerProcess> Serve(std::vector<std::string> args) {
 
 // Verifier, drafter and an orchestrator between them, each its own process.
 struct Distributed {
-  // `orchestrator_flags` go to the orchestrator after the pair's addresses and regimes.
-  explicit Distributed(const std::vector<std::string>& orchestrator_flags = {}) {
+  // `orchestrator_flags` go to the orchestrator after the pair's addresses and regimes; the
+  // drafter serves `drafter_source` (serve's --drafter).
+  explicit Distributed(const std::vector<std::string>& orchestrator_flags = {},
+                       const std::string& drafter_source = Drafter())
+      : drafter(Serve({"--role", "drafter", "--drafter", drafter_source, "--target", Target()})) {
     if (!verifier || !drafter) return;
     std::vector<std::string> args = {"--role",
                                      "orchestrator",
@@ -89,8 +92,7 @@ struct Distributed {
   }
 
   std::unique_ptr<ServerProcess> verifier = Serve({"--role", "verifier", "--model", Target()});
-  std::unique_ptr<ServerProcess> drafter =
-      Serve({"--role", "drafter", "--drafter", Drafter(), "--target", Target()});
+  std::unique_ptr<ServerProcess> drafter;
   std::unique_ptr<ServerProcess> orchestrator;
   bool ok() const { return verifier && drafter && orchestrator; }
 };
@@ -226,36 +228,33 @@ TEST(SpecdServeTest, DistributedEmbeddedAndLocalGenerationGiveTheSameIds) {
   }
 }
 
-// The suffix drafter, alone or with the DFlash drafter, is served in process, lossless, and
-// drafts once the output repeats itself (the fixture falls into one token after ~45); a drafter
-// role cannot serve it.
-TEST(SpecdServeTest, TheEmbeddedDefaultServesTheSuffixDrafterLosslessly) {
+// The suffix drafter, alone or with the DFlash drafter, is served lossless in process and as a
+// drafter role of its own, and drafts once the output repeats itself (the fixture falls into one
+// token after ~45).
+TEST(SpecdServeTest, TheSuffixDrafterIsServedLosslesslyEmbeddedAndDistributed) {
   const std::vector<std::string> request = {"--ids", "5,17,42,99,7,256,3,18", "--max-new-tokens",
                                             "80", "--ignore-eos"};
   std::vector<std::string> local = {SPECD_BINARY, "generate", "--model",
                                     Target(),     "--format", "json"};
   local.insert(local.end(), request.begin(), request.end());
   const std::vector<int64_t> target_only = GeneratedIds(RunProcess(local));
+  std::vector<std::string> served = {"generate", "--temperature", "0", "--stream", "--json"};
+  served.insert(served.end(), request.begin(), request.end());
   for (const std::string& drafter : {std::string("suffix"), "suffix+" + Drafter()}) {
     // Unguarded, so that every step drafts whatever the timings.
     std::unique_ptr<ServerProcess> all = Serve(
         {"--role", "all", "--model", Target(), "--drafter", drafter, "--no-speculation-guard"});
-    ASSERT_NE(all, nullptr) << drafter;
-    std::vector<std::string> served = {"generate", "--temperature", "0", "--stream", "--json"};
-    served.insert(served.end(), request.begin(), request.end());
-    EXPECT_EQ(GeneratedIds(Specctl(all->address(), served)), target_only) << drafter;
-    EXPECT_GT(Sample(Metrics(*all),
-                     "specd_spec_decode_num_accepted_tokens_total\\{model=\"specd\","
-                     "regime=\"short\"\\}"),
-              0)
-        << drafter;
+    Distributed distributed({"--no-speculation-guard"}, drafter);
+    ASSERT_TRUE(all != nullptr && distributed.ok()) << drafter;
+    for (const ServerProcess* orchestrator : {all.get(), distributed.orchestrator.get()}) {
+      EXPECT_EQ(GeneratedIds(Specctl(orchestrator->address(), served)), target_only) << drafter;
+      EXPECT_GT(Sample(Metrics(*orchestrator),
+                       "specd_spec_decode_num_accepted_tokens_total\\{model=\"specd\","
+                       "regime=\"short\"\\}"),
+                0)
+          << drafter;
+    }
   }
-
-  const ProcessResult drafter_role =
-      RunProcess({SPECD_BINARY, "serve", "--role", "drafter", "--drafter", "suffix", "--target",
-                  Target(), "--host", "127.0.0.1", "--port", "0"});
-  EXPECT_NE(drafter_role.exit_code, 0);
-  EXPECT_THAT(drafter_role.err, HasSubstr("serve it with --role all"));
 }
 
 TEST(SpecdServeTest, ThirtyTwoConcurrentStreamsFinishWithoutErrorsOrLeaks) {

@@ -220,3 +220,18 @@ env:
 - name: tmp
   mountPath: /tmp
 {{- end -}}
+
+{{/*
+The drafter container's --drafter: models.drafter under /models, or the suffix drafter
+("suffix", or "suffix+DIR" combined with the DFlash drafter in DIR under /models).
+*/}}
+{{- define "specd.drafterFlag" -}}
+{{- $drafter := .Values.models.drafter -}}
+{{- if eq $drafter "suffix" -}}
+--drafter=suffix
+{{- else if hasPrefix "suffix+" $drafter -}}
+--drafter=suffix+/models/{{ trimPrefix "suffix+" $drafter }}
+{{- else -}}
+--drafter=/models/{{ $drafter }}
+{{- end -}}
+{{- end -}}

@@ -40,8 +40,7 @@ class CombinedDrafterWithTargetTest : public ::testing::Test {
 
 TEST_F(CombinedDrafterWithTargetTest, TakesTheOracleWhereTheTextNeverRepeated) {
   // The oracle is certain of every token; the suffix index has nothing yet.
-  const OracleDrafter oracle(*target_, 4);
-  const CombinedDrafter combined(oracle);
+  const CombinedDrafter combined(std::make_unique<OracleDrafter>(*target_, 4));
   absl::StatusOr<std::unique_ptr<DraftSession>> session = combined.OpenSession(32);
   ASSERT_TRUE(session.ok()) << session.status();
   const DraftOptions options =
@@ -62,7 +61,7 @@ TEST_F(CombinedDrafterWithTargetTest, GreedyOutputIsTargetOnlysAndRepetitionGoes
   const GenerationResult plain = testing::TargetOnly(*target_, request);
   const GenerationResult alone = testing::Speculative(*target_, *dflash, request);
   const GenerationResult combined =
-      testing::Speculative(*target_, CombinedDrafter(*dflash), request);
+      testing::Speculative(*target_, CombinedDrafter(FixtureDFlash()), request);
   EXPECT_EQ(combined.ids, plain.ids);
   ASSERT_TRUE(combined.acceptance.has_value());
   const GenerationResult suffix = testing::Speculative(*target_, SuffixDrafter(8), request);

@@ -19,6 +19,7 @@
 #include "common/model/qwen35_model.h"
 #include "gtest/gtest.h"
 #include "services/drafter/drafter_handler.h"
+#include "services/drafter/served_drafter.h"
 #include "specd/v1/drafter.pb.h"
 #include "tests/unit/common/engine/engine_fixture.h"
 
@@ -33,14 +34,28 @@ inline v1::DraftRequest DraftRequestFor(const std::string& session_id,
   return request;
 }
 
-// A handler serving the dflash-tiny-a drafter for `target`; null, failing the test, if refused.
+inline std::string FixtureDFlashDir() {
+  return specd::testing::FixtureDir("dflash-tiny-a").string();
+}
+
+// `source` (served_drafter.h) opened for `target`.
+inline absl::StatusOr<ServedDrafter> OpenDrafter(const model::Qwen35Model& target,
+                                                 const std::string& source) {
+  return OpenServedDrafter(
+      source, target.config(), target.options(),
+      [&]() -> absl::StatusOr<model::TokenHead> { return target.token_head(); });
+}
+
+// A handler serving `source` (by default the dflash-tiny-a drafter) for `target`; null, failing
+// the test, if refused.
 inline std::unique_ptr<DrafterHandler> MakeDrafter(const model::Qwen35Model& target,
-                                                   const DrafterOptions& options) {
-  absl::StatusOr<model::DFlashDrafter> drafter = engine::testing::FixtureDrafter();
+                                                   const DrafterOptions& options,
+                                                   const std::string& source = FixtureDFlashDir()) {
+  absl::StatusOr<ServedDrafter> drafter = OpenDrafter(target, source);
   EXPECT_TRUE(drafter.ok()) << drafter.status();
   if (!drafter.ok()) return nullptr;
   absl::StatusOr<std::unique_ptr<DrafterHandler>> handler =
-      DrafterHandler::Create(*std::move(drafter), target.token_head(), target.config(), options);
+      DrafterHandler::Create(*std::move(drafter), target.config(), options);
   EXPECT_TRUE(handler.ok()) << handler.status();
   return handler.ok() ? *std::move(handler) : nullptr;
 }

@@ -609,12 +609,11 @@ TEST_F(DrafterHandlerTest, InfoDescribesTheDrafterAndTheServersLimits) {
 
 TEST_F(DrafterHandlerTest, CreateRefusesADrafterForAnotherTargetAndBadOptions) {
   const auto refused = [](const io::Qwen35TextConfig& config, const DrafterOptions& options) {
-    absl::StatusOr<model::DFlashDrafter> drafter = engine::testing::FixtureDrafter();
-    EXPECT_TRUE(drafter.ok()) << drafter.status();
-    if (!drafter.ok()) return absl::StatusCode::kUnknown;
-    return DrafterHandler::Create(*std::move(drafter), Target().token_head(), config, options)
-        .status()
-        .code();
+    absl::StatusOr<ServedDrafter> drafter = OpenServedDrafter(
+        testing::FixtureDFlashDir(), config, {},
+        [&]() -> absl::StatusOr<model::TokenHead> { return Target().token_head(); });
+    if (!drafter.ok()) return drafter.status().code();
+    return DrafterHandler::Create(*std::move(drafter), config, options).status().code();
   };
   io::Qwen35TextConfig deeper = Target().config();
   deeper.num_hidden_layers = 6;

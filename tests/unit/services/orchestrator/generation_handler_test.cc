@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/engine/drafter_factory.h"
 #include "common/engine/in_process_ports.h"
 #include "common/metrics/exposition.h"
 #include "common/rpc/grpc_server.h"
@@ -75,18 +76,26 @@ class GenerationHandlerTest : public ::testing::Test {
     return handler.ok() ? *std::move(handler) : nullptr;
   }
 
-  // The engine's ports on the handlers' model and drafter.
-  std::unique_ptr<GenerationHandler> InProcess(const OrchestratorOptions& options = Options()) {
+  // The engine's ports on the handlers' model and drafter (by default the DFlash one).
+  std::unique_ptr<GenerationHandler> InProcess(
+      const OrchestratorOptions& options = Options(),
+      std::shared_ptr<drafter::DrafterHandler> drafter = nullptr) {
+    if (drafter == nullptr) drafter = drafter_;
     return Handler(
         {.host = "in-process",
          .verifier = verifier_,
-         .drafter = drafter_,
-         .in_process = std::make_shared<engine::InProcessPair>(*target_, &drafter_->drafter())},
+         .drafter = drafter,
+         .in_process = std::make_shared<engine::InProcessPair>(*target_, &drafter->drafter())},
         options);
   }
   // The handlers' own sessions, called as the clients they implement.
-  std::unique_ptr<GenerationHandler> Handlers(const OrchestratorOptions& options = Options()) {
-    return Handler({.host = "handlers", .verifier = verifier_, .drafter = drafter_}, options);
+  std::unique_ptr<GenerationHandler> Handlers(
+      const OrchestratorOptions& options = Options(),
+      std::shared_ptr<drafter::DrafterHandler> drafter = nullptr) {
+    return Handler({.host = "handlers",
+                    .verifier = verifier_,
+                    .drafter = drafter == nullptr ? drafter_ : std::move(drafter)},
+                   options);
   }
 
   static std::vector<int64_t> Prompt(int64_t length = 12) {
@@ -118,6 +127,9 @@ class GenerationHandlerTest : public ::testing::Test {
   }
 
   static bool Never() { return false; }
+
+  // The same requests on `drafter` give the same on every kind of pair.
+  void ExpectEveryPairAlike(const std::shared_ptr<drafter::DrafterHandler>& drafter);
 
   static inline model::Qwen35Model* target_ = nullptr;
   prometheus::Registry registry_;
@@ -283,18 +295,34 @@ class ServedPair {
   std::shared_ptr<drafter::GrpcDrafterClient> drafter_client_;
 };
 
+// Each drafter — DFlash (reading the verifier's buffer), suffix (the committed ids) and the two
+// combined — gives the same on every pair.
 TEST_F(GenerationHandlerTest, EveryPairGivesTheSameOutputAndStatistics) {
-  ServedPair served(*verifier_, *drafter_);
+  for (const std::string& source :
+       {drafter::testing::FixtureDFlashDir(), std::string(engine::kSuffixDrafter),
+        engine::kCombinedDrafterPrefix + drafter::testing::FixtureDFlashDir()}) {
+    SCOPED_TRACE(source);
+    ExpectEveryPairAlike(testing::PairDrafter(*target_, 8, nullptr, source));
+  }
+}
+
+void GenerationHandlerTest::ExpectEveryPairAlike(
+    const std::shared_ptr<drafter::DrafterHandler>& drafter) {
+  ASSERT_NE(drafter, nullptr);
+  ServedPair served(*verifier_, *drafter);
   // Full blocks every step: the guard's choices follow measured times, which differ by pair.
   OrchestratorOptions options = Options();
   options.speculation_guard = false;
-  std::unique_ptr<GenerationHandler> in_process = InProcess(options);
-  std::unique_ptr<GenerationHandler> handlers = Handlers(options);
+  std::unique_ptr<GenerationHandler> in_process = InProcess(options, drafter);
+  std::unique_ptr<GenerationHandler> handlers = Handlers(options, drafter);
   std::unique_ptr<GenerationHandler> over_grpc = Handler(served.pair(), options);
+  // A prompt that repeats itself, so that the suffix drafter drafts from the first step.
+  std::vector<int64_t> prompt = Prompt(10);
+  for (int i = 0; i < 20; ++i) prompt.push_back(prompt[i]);
   for (const auto& [temperature, acceptance] :
        {std::pair(0.0, v1::DRAFT_ACCEPTANCE_MATCH), std::pair(1.0, v1::DRAFT_ACCEPTANCE_MATCH),
         std::pair(1.0, v1::DRAFT_ACCEPTANCE_REJECTION_SAMPLING)}) {
-    v1::GenerateRequest request = Request(Prompt(30), kNewTokens, temperature, /*seed=*/5);
+    v1::GenerateRequest request = Request(prompt, kNewTokens, temperature, /*seed=*/5);
     request.mutable_speculation()->set_draft_acceptance(acceptance);
     request.mutable_sampling()->set_logprobs(true);
     request.mutable_sampling()->set_top_logprobs(2);

@@ -1,7 +1,9 @@
 #pragma once
-// Real verifier and drafter handlers over the qwen35-tiny-a target and the dflash-tiny-a drafter,
-// with the limits the orchestrator's tests run requests under.
+// Real verifier and drafter handlers over the qwen35-tiny-a target and the dflash-tiny-a drafter
+// (or another drafter served_drafter.h opens), with the limits the orchestrator's tests run
+// requests under.
 #include <memory>
+#include <string>
 
 #include "absl/time/time.h"
 #include "common/engine/cache_pool.h"
@@ -28,15 +30,18 @@ inline std::shared_ptr<verifier::VerifierHandler> PairVerifier(
 
 inline std::shared_ptr<drafter::DrafterHandler> PairDrafter(
     const model::Qwen35Model& target, int64_t max_sessions = 8,
-    engine::CachePool* cache_pool = nullptr) {
-  return drafter::testing::MakeDrafter(target, {.model_name = "dflash-tiny-a",
-                                                .quantization = "dense",
-                                                .default_window = 0,
-                                                .max_sessions = max_sessions,
-                                                .session_idle_timeout = absl::Seconds(30),
-                                                .open_sessions = nullptr,
-                                                .batching = {},
-                                                .cache_pool = cache_pool});
+    engine::CachePool* cache_pool = nullptr,
+    const std::string& source = drafter::testing::FixtureDFlashDir()) {
+  return drafter::testing::MakeDrafter(target,
+                                       {.model_name = source,
+                                        .quantization = "dense",
+                                        .default_window = 0,
+                                        .max_sessions = max_sessions,
+                                        .session_idle_timeout = absl::Seconds(30),
+                                        .open_sessions = nullptr,
+                                        .batching = {},
+                                        .cache_pool = cache_pool},
+                                       source);
 }
 
 }  // namespace specd::orchestrator::testing
