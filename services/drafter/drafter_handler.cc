@@ -153,6 +153,14 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
       session.capacity = capacity;
     }
     engine::DraftSession& draft = *session.draft;
+    if (options.block_size <= 1) {
+      // Nothing to draft: as the in-process draft port does, the context waits for the next
+      // proposal, and the batcher does not wait for a session that is not drafting.
+      session.membership = {};
+      response.set_context_length(static_cast<uint32_t>(draft.length()));
+      return absl::OkStatus();
+    }
+    if (!session.membership.joined()) session.membership = batcher_.Join();
     // Rows the verifier rewrote are taken in again, and so are rows of verifies this drafter was
     // not called for; they are projected straight from the mapped buffer (never copied).
     int64_t from = draft.length();

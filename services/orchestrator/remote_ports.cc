@@ -76,7 +76,7 @@ absl::StatusOr<engine::Drafts> RemoteDraftPort::Propose(int64_t anchor, int64_t 
   request.set_session_id(target_.session_id());
   *request.mutable_context() = target_.context();
   request.set_anchor_token_id(static_cast<uint32_t>(anchor));
-  // A block of one drafts nothing: the drafter only takes in the context.
+  // A block of one drafts nothing: the drafter keeps its session, and the context for later.
   request.set_block_size(static_cast<uint32_t>(max_tokens > 0 ? options_.block_size : 1));
   request.set_window(static_cast<uint32_t>(options_.window));
   request.set_min_confidence(static_cast<float>(options_.min_confidence));

@@ -387,7 +387,9 @@ TEST_F(DrafterHandlerTest, UnderRejectionSamplingDraftsAreDrawnWithTheirDistribu
             ProposedInProcess(prompt, prefill->next_token_id(), BlockOptions(kTrainedBlock)));
 }
 
-TEST_F(DrafterHandlerTest, RowsOfVerifiesItWasNotCalledForAreProjectedToo) {
+// Rows of Verifies it was not called for, or called with a block of one (which proposes nothing
+// and leaves the context for later), are taken in by the next Draft that drafts.
+TEST_F(DrafterHandlerTest, RowsOfVerifiesItDidNotDraftAfterAreProjectedToo) {
   std::unique_ptr<verifier::VerifierHandler> verifier = Verifier();
   std::unique_ptr<DrafterHandler> drafter = Drafter();
   const engine::testing::Drafting dflash = InProcessDrafter(Target(), BlockOptions(kTrainedBlock));
@@ -399,11 +401,18 @@ TEST_F(DrafterHandlerTest, RowsOfVerifiesItWasNotCalledForAreProjectedToo) {
   ASSERT_TRUE(prefill.ok()) << prefill.status();
   ASSERT_TRUE(drafter->Draft(DraftRequestFor("s", prefill->context(), expected[0])).ok());
 
-  // Two Verifies, the first without a Draft after it: the second handle names only its own rows.
+  // Two Verifies, the first with only a block of one drafted after it: the second handle names
+  // only its own rows.
   const std::vector<int64_t> first_block = {expected[0], expected[1], expected[2]};
   absl::StatusOr<v1::VerifyResponse> first =
       verifier->Verify(VerifyRequestFor("s", 1, {expected[1], expected[2]}));
   ASSERT_TRUE(first.ok()) << first.status();
+  v1::DraftRequest nothing = DraftRequestFor("s", first->context(), first->next_token_id());
+  nothing.set_block_size(1);
+  absl::StatusOr<v1::DraftResponse> deferred = drafter->Draft(nothing);
+  ASSERT_TRUE(deferred.ok()) << deferred.status();
+  EXPECT_EQ(deferred->draft_token_ids_size(), 0);
+  EXPECT_EQ(deferred->context_length(), prompt.size()) << "the context waits";
   absl::StatusOr<v1::VerifyResponse> second = verifier->Verify(VerifyRequestFor("s", 2, {}));
   ASSERT_TRUE(second.ok()) << second.status();
   ASSERT_EQ(second->context().token_range().begin(), prompt.size() + 3);
