@@ -8,7 +8,7 @@ median over rounds of completion tokens over wall time, all clients together), t
 step (τ including the guard's target-only steps), and the ratio to target-only.
 
     .cache/python/bin/python tests/bench/speculation_by_family.py PIPELINE_DIR \\
-        [--new-tokens 128] [--rounds 3] [--concurrency 1 16]
+        [--new-tokens 128] [--rounds 3] [--concurrency 1 16] [--families F...] [--configs C...]
 
 PIPELINE_DIR is what `specd pipeline` wrote (its qad/best target, drafter-gptq and tokenizer).
 Families: repetitive filler (the competition's latency prompts repeat one sentence), code and
@@ -110,6 +110,10 @@ def main() -> int:
     parser.add_argument("--new-tokens", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16])
+    parser.add_argument("--families", nargs="+", help="those to run (default: every family)")
+    parser.add_argument(
+        "--configs", nargs="+", help="those to run beside target-only, e.g. 'suffix guarded'"
+    )
     args = parser.parse_args()
 
     drafter = str(args.pipeline / "drafter-gptq")
@@ -118,6 +122,14 @@ def main() -> int:
         configs[name] = (spec, False)
         configs[f"{name} guarded"] = (spec, True)
     prompts = family_prompts()
+    for chosen, known, what in ((args.families, prompts, "family"), (args.configs, configs, "config")):
+        unknown = set(chosen or []) - set(known)
+        if unknown:
+            parser.error(f"unknown {what}: {', '.join(sorted(unknown))}; known: {', '.join(known)}")
+    if args.families:
+        prompts = {family: prompts[family] for family in args.families}
+    if args.configs:
+        configs = {name: configs[name] for name in ["target-only", *args.configs]}
     servers: dict[str, Server] = {}
     try:
         for name, (spec, guard) in configs.items():
@@ -126,7 +138,7 @@ def main() -> int:
         runs = collections.defaultdict(list)
         texts: dict[tuple[str, str], set[str]] = collections.defaultdict(set)
         for server in servers.values():  # pages the weights in
-            run_cell(server, prompts["repetitive"], 8, 1)
+            run_cell(server, next(iter(prompts.values())), 8, 1)
         for _ in range(args.rounds):
             for family, prompt in prompts.items():
                 for clients in args.concurrency:
