@@ -22,6 +22,7 @@
 #include "services/drafter/served_drafter.h"
 #include "specd/v1/drafter.pb.h"
 #include "tests/unit/common/engine/engine_fixture.h"
+#include "tests/unit/services/verifier/verifier_fixture.h"
 
 namespace specd::drafter::testing {
 
@@ -127,6 +128,68 @@ class InProcessDrafting {
   const engine::testing::Drafting& drafting_;
   std::optional<model::Qwen35Cache> cache_;
   std::unique_ptr<engine::DraftSession> session_;
+};
+
+// A verifier's session "s" and in-process drafting of the same sequence, stepped together: what
+// the verifier keeps of each block is committed in process too, so that in-process proposals can
+// be held against the service's at every step.
+class VerifiedDrafting {
+ public:
+  // All three must outlive this object.
+  VerifiedDrafting(verifier::VerifierHandler& verifier, const model::Qwen35Model& target,
+                   const engine::testing::Drafting& drafting)
+      : verifier_(verifier), in_process_(target, drafting) {}
+
+  absl::Status Start(const std::vector<int64_t>& prompt, int64_t max_length) {
+    if (absl::Status started = in_process_.Start(prompt, max_length); !started.ok()) {
+      return started;
+    }
+    absl::StatusOr<v1::PrefillResponse> prefill =
+        verifier_.Prefill(verifier::testing::PrefillRequestFor("s", prompt));
+    if (!prefill.ok()) return prefill.status();
+    committed_ = prompt;
+    context_ = prefill->context();
+    anchor_ = prefill->next_token_id();
+    generation_ = prefill->generation();
+    return absl::OkStatus();
+  }
+
+  // What in-process drafting proposes after the anchor.
+  absl::StatusOr<std::vector<int64_t>> Propose(int64_t max_tokens) {
+    return in_process_.Propose(anchor_, max_tokens);
+  }
+
+  // Verifies `drafts` after the anchor, then holds the verifier's next token as the anchor.
+  absl::Status Verify(const std::vector<int64_t>& drafts) {
+    absl::StatusOr<v1::VerifyResponse> verify =
+        verifier_.Verify(verifier::testing::VerifyRequestFor("s", generation_, drafts));
+    if (!verify.ok()) return verify.status();
+    std::vector<int64_t> block = {anchor_};
+    block.insert(block.end(), drafts.begin(), drafts.end());
+    const int64_t kept = verify->accepted_token_ids_size() + 1;
+    if (absl::Status committed = in_process_.Commit(block, kept); !committed.ok()) {
+      return committed;
+    }
+    committed_.insert(committed_.end(), block.begin(), block.begin() + kept);
+    context_ = verify->context();
+    anchor_ = verify->next_token_id();
+    generation_ = verify->generation();
+    return absl::OkStatus();
+  }
+
+  // The ids of the committed positions: the prompt, then each step's anchor and accepted drafts.
+  const std::vector<int64_t>& committed() const { return committed_; }
+  // The verifier's newest context handle and the token it emitted last.
+  const v1::TensorHandle& context() const { return context_; }
+  int64_t anchor() const { return anchor_; }
+
+ private:
+  verifier::VerifierHandler& verifier_;
+  InProcessDrafting in_process_;
+  std::vector<int64_t> committed_;
+  v1::TensorHandle context_;
+  int64_t anchor_ = 0;
+  uint64_t generation_ = 0;
 };
 
 }  // namespace specd::drafter::testing

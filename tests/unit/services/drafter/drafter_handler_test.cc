@@ -28,6 +28,7 @@ namespace {
 using testing::DraftRequestFor;
 using testing::InProcessDrafter;
 using testing::InProcessDrafting;
+using testing::VerifiedDrafting;
 using verifier::testing::Ids;
 using verifier::testing::PrefillRequestFor;
 using verifier::testing::TappedHiddenStates;
@@ -106,38 +107,24 @@ TEST_F(DrafterHandlerTest, DraftingThroughTheServiceEqualsInProcessDraftingStepB
   std::unique_ptr<DrafterHandler> drafter = Drafter();
   const engine::testing::Drafting dflash = InProcessDrafter(Target(), BlockOptions(kTrainedBlock));
   ASSERT_TRUE(verifier != nullptr && drafter != nullptr && dflash.drafter != nullptr);
-  InProcessDrafting in_process(Target(), dflash);
+  VerifiedDrafting session(*verifier, Target(), dflash);
   const std::vector<int64_t> prompt = Prompt(20);
-  ASSERT_TRUE(in_process.Start(prompt, kMaxLength).ok());
-
-  absl::StatusOr<v1::PrefillResponse> prefill = verifier->Prefill(PrefillRequestFor("s", prompt));
-  ASSERT_TRUE(prefill.ok()) << prefill.status();
-  v1::TensorHandle context = prefill->context();
-  int64_t anchor = prefill->next_token_id();
-  uint64_t generation = prefill->generation();
-  std::vector<int64_t> emitted = {anchor};
+  ASSERT_TRUE(session.Start(prompt, kMaxLength).ok());
   for (int step = 0; step < 8; ++step) {
-    absl::StatusOr<v1::DraftResponse> draft = drafter->Draft(DraftRequestFor("s", context, anchor));
+    absl::StatusOr<v1::DraftResponse> draft =
+        drafter->Draft(DraftRequestFor("s", session.context(), session.anchor()));
     ASSERT_TRUE(draft.ok()) << "step " << step << ": " << draft.status();
-    absl::StatusOr<std::vector<int64_t>> proposed = in_process.Propose(anchor, kTrainedBlock - 1);
+    absl::StatusOr<std::vector<int64_t>> proposed = session.Propose(kTrainedBlock - 1);
     ASSERT_TRUE(proposed.ok()) << proposed.status();
     const std::vector<int64_t> drafts = Ids(draft->draft_token_ids());
     EXPECT_EQ(drafts, *proposed) << "step " << step;
-    EXPECT_EQ(draft->context_length(), context.token_range().end()) << "step " << step;
+    EXPECT_EQ(draft->context_length(), session.context().token_range().end()) << "step " << step;
     EXPECT_TRUE(draft->confidence().empty()) << "only on request";
-
-    absl::StatusOr<v1::VerifyResponse> verify =
-        verifier->Verify(VerifyRequestFor("s", generation, drafts));
-    ASSERT_TRUE(verify.ok()) << verify.status();
-    std::vector<int64_t> block = {anchor};
-    block.insert(block.end(), drafts.begin(), drafts.end());
-    ASSERT_TRUE(in_process.Commit(block, verify->accepted_token_ids_size() + 1).ok());
-    for (const uint32_t id : verify->accepted_token_ids()) emitted.push_back(id);
-    emitted.push_back(verify->next_token_id());
-    context = verify->context();
-    anchor = verify->next_token_id();
-    generation = verify->generation();
+    ASSERT_TRUE(session.Verify(drafts).ok());
   }
+  std::vector<int64_t> emitted(session.committed().begin() + prompt.size(),
+                               session.committed().end());
+  emitted.push_back(session.anchor());
   EXPECT_EQ(emitted,
             engine::testing::TargetOnly(
                 Target(), engine::testing::Request(prompt, static_cast<int64_t>(emitted.size())))

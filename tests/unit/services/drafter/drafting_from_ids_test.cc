@@ -22,8 +22,6 @@ namespace specd::drafter {
 namespace {
 
 using verifier::testing::Ids;
-using verifier::testing::PrefillRequestFor;
-using verifier::testing::VerifyRequestFor;
 
 constexpr int64_t kMaxLength = 128;
 constexpr int64_t kSuffixBlock = engine::kDefaultModelFreeBlockSize;
@@ -171,21 +169,14 @@ TEST_F(DraftingFromIdsTest, TheCombinedDrafterReadsTheBufferAndTheIds) {
           engine::testing::BlockDrafter(engine::testing::FixtureDrafter(), Target())),
       .options = {}};
   combined.options = *combined.drafter->Resolve({});
-  testing::InProcessDrafting in_process(Target(), combined);
-  const std::vector<int64_t> prompt = Repetitive(24);
-  ASSERT_TRUE(in_process.Start(prompt, kMaxLength).ok());
-
-  absl::StatusOr<v1::PrefillResponse> prefill = verifier->Prefill(PrefillRequestFor("s", prompt));
-  ASSERT_TRUE(prefill.ok()) << prefill.status();
-  v1::TensorHandle context = prefill->context();
-  int64_t anchor = prefill->next_token_id();
-  uint64_t generation = prefill->generation();
-  std::vector<int64_t> committed = prompt;
+  testing::VerifiedDrafting session(*verifier, Target(), combined);
+  ASSERT_TRUE(session.Start(Repetitive(24), kMaxLength).ok());
   int64_t sent = 0;
   for (int step = 0; step < 6; ++step) {
-    v1::DraftRequest request =
-        IdsRequest(sent, std::vector<int64_t>(committed.begin() + sent, committed.end()), anchor);
-    *request.mutable_context() = context;
+    const std::vector<int64_t>& committed = session.committed();
+    v1::DraftRequest request = IdsRequest(
+        sent, std::vector<int64_t>(committed.begin() + sent, committed.end()), session.anchor());
+    *request.mutable_context() = session.context();
     if (step == 0) {
       v1::DraftRequest short_of_the_rows = request;
       short_of_the_rows.mutable_committed()->mutable_ids()->RemoveLast();
@@ -196,23 +187,12 @@ TEST_F(DraftingFromIdsTest, TheCombinedDrafterReadsTheBufferAndTheIds) {
     absl::StatusOr<v1::DraftResponse> draft = served->Draft(request);
     ASSERT_TRUE(draft.ok()) << "step " << step << ": " << draft.status();
     absl::StatusOr<std::vector<int64_t>> proposed =
-        in_process.Propose(anchor, combined.options.block_size - 1);
+        session.Propose(combined.options.block_size - 1);
     ASSERT_TRUE(proposed.ok()) << proposed.status();
     const std::vector<int64_t> drafts = Ids(draft->draft_token_ids());
     EXPECT_EQ(drafts, *proposed) << "step " << step;
     sent = draft->context_length();
-
-    absl::StatusOr<v1::VerifyResponse> verify =
-        verifier->Verify(VerifyRequestFor("s", generation, drafts));
-    ASSERT_TRUE(verify.ok()) << verify.status();
-    std::vector<int64_t> block = {anchor};
-    block.insert(block.end(), drafts.begin(), drafts.end());
-    ASSERT_TRUE(in_process.Commit(block, verify->accepted_token_ids_size() + 1).ok());
-    committed.push_back(anchor);
-    for (const uint32_t id : verify->accepted_token_ids()) committed.push_back(id);
-    context = verify->context();
-    anchor = verify->next_token_id();
-    generation = verify->generation();
+    ASSERT_TRUE(session.Verify(drafts).ok());
   }
 }
 
