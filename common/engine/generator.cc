@@ -42,7 +42,10 @@ absl::StatusOr<GenerationResult> Generator::Generate(const GenerationRequest& re
   }
   const Regime regime = ClassifyRegime(static_cast<int64_t>(request.prompt.size()), regimes_);
   std::optional<SpeculationGuard::Request> guarded;
-  if (guard_ != nullptr) guarded.emplace(guard_->Open(regime, options_->block_size));
+  if (guard_ != nullptr) {
+    guarded.emplace(
+        guard_->Open(regime, options_->block_size, static_cast<int64_t>(request.prompt.size())));
+  }
   absl::StatusOr<GenerationResult> result =
       RunDecodeLoop(*ports->target, ports->draft.get(), tokenizer_, request.stop, hooks,
                     guarded.has_value() ? &*guarded : nullptr);

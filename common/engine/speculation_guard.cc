@@ -10,6 +10,8 @@ namespace {
 constexpr int64_t kRefreshSteps = 128;
 // A request that stopped speculating tries again after this many steps, then twice as many, …
 constexpr int64_t kFirstProbe = 32;
+// …once the time it spent without speculating since it last did is worth this share of it.
+constexpr double kProbeShare = 0.02;
 // The regime's acceptance counts as this many of a request's own steps…
 constexpr double kRegimeWeight = 4;
 // …whose counts fade by this factor per step, so that what its text does now counts most.
@@ -71,14 +73,20 @@ void DraftPositionCounts::Scale(double factor) {
   }
 }
 
-SpeculationGuard::Request SpeculationGuard::Open(Regime regime, int64_t block_size) {
+SpeculationGuard::Request SpeculationGuard::Open(Regime regime, int64_t block_size,
+                                                 int64_t prompt_length) {
   std::lock_guard lock(mutex_);
   ++open_;
-  return Request(*this, regime, block_size);
+  return Request(*this, regime, block_size, prompt_length);
 }
 
-SpeculationGuard::Request::Request(SpeculationGuard& guard, Regime regime, int64_t block_size)
-    : guard_(&guard), regime_(regime), block_size_(block_size), probe_after_(kFirstProbe) {}
+SpeculationGuard::Request::Request(SpeculationGuard& guard, Regime regime, int64_t block_size,
+                                   int64_t prompt_length)
+    : guard_(&guard),
+      regime_(regime),
+      block_size_(block_size),
+      probe_after_(kFirstProbe),
+      pending_rows_(prompt_length) {}
 
 SpeculationGuard::Request::Request(Request&& other) noexcept
     : guard_(std::exchange(other.guard_, nullptr)),
@@ -88,7 +96,9 @@ SpeculationGuard::Request::Request(Request&& other) noexcept
       last_(other.last_),
       batch_(other.batch_),
       idle_steps_(other.idle_steps_),
-      probe_after_(other.probe_after_) {}
+      probe_after_(other.probe_after_),
+      pending_rows_(other.pending_rows_),
+      idle_ms_(other.idle_ms_) {}
 
 SpeculationGuard::Request::~Request() {
   if (guard_ == nullptr) return;
@@ -101,11 +111,10 @@ std::optional<SpeculationGuard::Request::Prices> SpeculationGuard::Request::Pric
   const StepCosts& costs = guard_->costs_;
   const auto requests = static_cast<double>(batch);
   const std::optional<double> single = costs.VerifyMs(batch, requests);
-  const std::optional<double> draft = costs.DraftMs(batch, /*drafting=*/true);
-  if (!single.has_value() || !draft.has_value()) return std::nullopt;
+  if (!single.has_value() || !costs.DraftMs(batch, 0).has_value()) return std::nullopt;
   // The batch's forward is every member's step, and its members run the same guard on the same
   // costs: each block is priced as if all of them chose it.
-  const double target_only = 1 / (costs.DraftMs(batch, /*drafting=*/false).value_or(0) + *single);
+  const double target_only = 1 / (costs.IdleDraftMs(batch).value_or(0) + *single);
   const DraftOdds odds = OddsOf(guard_->regimes_[static_cast<size_t>(regime_)], own_, limit - 1);
   Prices prices{.best = {.block_size = 1, .expected_tokens = 1, .expected_speedup = 1},
                 .drafted = {}};
@@ -115,7 +124,9 @@ std::optional<SpeculationGuard::Request::Prices> SpeculationGuard::Request::Pric
   for (int64_t size = 2; size <= limit; ++size) {
     tokens += odds.accepted[size - 2];
     block += odds.proposed[size - 2];
-    const double rate = tokens / (*draft + *costs.VerifyMs(batch, requests * block));
+    // Speculating every step, each draft call takes in what the step before committed.
+    const double rate =
+        tokens / (*costs.DraftMs(batch, tokens) + *costs.VerifyMs(batch, requests * block));
     if (rate > drafted_rate) {
       drafted_rate = rate;
       prices.drafted = {
@@ -144,7 +155,7 @@ int64_t SpeculationGuard::Request::Choose(int64_t room) {
   GuardChoice choice;
   if (!prices.has_value()) {
     choice = explore({.block_size = limit});
-  } else if (Stale(costs.DraftAge(batch_))) {
+  } else if (Stale(costs.DraftAge(batch_)) && Affords(prices->drafted)) {
     choice = explore(prices->drafted);
   } else if (Stale(costs.SingleAge(batch_))) {
     choice = explore({.block_size = 1, .expected_speedup = prices->best.expected_speedup});
@@ -153,7 +164,7 @@ int64_t SpeculationGuard::Request::Choose(int64_t room) {
     if (choice.block_size > 1) {
       idle_steps_ = 0;
       probe_after_ = kFirstProbe;
-    } else if (++idle_steps_ >= probe_after_) {
+    } else if (++idle_steps_ >= probe_after_ && Affords(prices->drafted)) {
       // Its own odds may have changed while it was not looking: the cheapest look is the block
       // that would pay soonest.
       idle_steps_ = 0;
@@ -163,6 +174,19 @@ int64_t SpeculationGuard::Request::Choose(int64_t room) {
   }
   last_ = choice;
   return choice.block_size;
+}
+
+bool SpeculationGuard::Request::Affords(const GuardChoice& probe) const {
+  // Only called with prices, so with both lines measured.
+  const StepCosts& costs = guard_->costs_;
+  const auto others = static_cast<double>(batch_ - 1);
+  const double target_only_ms =
+      costs.IdleDraftMs(batch_).value_or(0) + *costs.VerifyMs(batch_, others + 1);
+  // The look's time beyond that of the target-only steps whose tokens it is expected to emit.
+  const double loss_ms = *costs.DraftMs(batch_, static_cast<double>(pending_rows_)) +
+                         *costs.VerifyMs(batch_, others + static_cast<double>(probe.block_size)) -
+                         probe.expected_tokens * target_only_ms;
+  return idle_ms_ * kProbeShare >= loss_ms;
 }
 
 void SpeculationGuard::Request::Record(int64_t proposed, int64_t accepted,
@@ -176,8 +200,16 @@ void SpeculationGuard::Request::Record(int64_t proposed, int64_t accepted,
     regime.Add(asked, proposed, accepted);
     if (regime.asked.front() > kRegimeMemory) regime.Scale(0.5);
   }
-  if (draft_ms.has_value()) guard_->costs_.RecordDraft(batch_, asked > 0, *draft_ms);
+  if (asked > 0) {
+    if (draft_ms.has_value()) guard_->costs_.RecordDraft(batch_, pending_rows_, *draft_ms);
+    pending_rows_ = 0;
+    idle_ms_ = 0;
+  } else {
+    if (draft_ms.has_value()) guard_->costs_.RecordIdleDraft(batch_, *draft_ms);
+    idle_ms_ += draft_ms.value_or(0) + verify_ms;
+  }
   guard_->costs_.RecordVerify(batch_, proposed + 1, forward_rows, verify_ms);
+  pending_rows_ += accepted + 1;
 }
 
 }  // namespace specd::engine

@@ -17,7 +17,11 @@
 // first steps speculate and then verify a single token, both again every kRefreshSteps steps at
 // that batch size; a request that stopped speculating tries its best-priced block after 32, 64,
 // 128, … of its steps, so a drafter that becomes good again (the text turned repetitive) is
-// taken back.
+// taken back. Such a look costs the drafter's catch-up — every row committed since the request
+// last drafted, the whole prompt the first time, which a model drafter projects — and its block,
+// less the tokens it is expected to gain; a request takes it only once it has spent 50 times
+// that expected loss without speculating, so looking at a drafter that never pays costs at most
+// 2 %, and one that is nearly worth it is looked at soon.
 #include <array>
 #include <cstdint>
 #include <mutex>
@@ -69,7 +73,7 @@ class SpeculationGuard {
 
    private:
     friend class SpeculationGuard;
-    Request(SpeculationGuard& guard, Regime regime, int64_t block_size);
+    Request(SpeculationGuard& guard, Regime regime, int64_t block_size, int64_t prompt_length);
     struct Prices {
       GuardChoice best;     // by price: speculating or not
       GuardChoice drafted;  // the best that speculates
@@ -77,6 +81,8 @@ class SpeculationGuard {
     // The prices of blocks up to `limit` at `batch` open requests; nullopt while the costs are
     // unknown. Under the guard's lock.
     std::optional<Prices> Price(int64_t limit, int64_t batch) const;
+    // Whether the time it spent without speculating pays for a look at `probe`. Under the lock.
+    bool Affords(const GuardChoice& probe) const;
 
     SpeculationGuard* guard_;
     Regime regime_;
@@ -86,11 +92,14 @@ class SpeculationGuard {
     int64_t batch_ = 1;        // requests open when the step was chosen
     int64_t idle_steps_ = 0;   // steps since it last speculated
     int64_t probe_after_ = 0;  // idle steps before it tries speculating again
+    int64_t pending_rows_;     // committed rows its drafter has yet to take in
+    double idle_ms_ = 0;       // the time of its steps since it last speculated
   };
 
-  // A request of `regime` drafting blocks of up to `block_size` tokens (anchor included); it
-  // counts as open, for the batch size, until it is destroyed.
-  Request Open(Regime regime, int64_t block_size);
+  // A request of `regime` after a prompt of `prompt_length` tokens, drafting blocks of up to
+  // `block_size` tokens (anchor included); it counts as open, for the batch size, until it is
+  // destroyed.
+  Request Open(Regime regime, int64_t block_size, int64_t prompt_length);
 
  private:
   std::mutex mutex_;

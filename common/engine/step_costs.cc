@@ -13,15 +13,9 @@ constexpr double kLineFading = 1 - 1.0 / 64;
 
 }  // namespace
 
-void StepCosts::Mean::Add(double sample, int64_t step) {
+void StepCosts::Mean::Add(double sample) {
   ++samples;
   value += (sample - value) * std::max(kWeight, 1.0 / static_cast<double>(samples));
-  at_step = step;
-}
-
-std::optional<int64_t> StepCosts::Mean::AgeAt(int64_t step) const {
-  if (samples == 0) return std::nullopt;
-  return step - at_step;
 }
 
 void StepCosts::Line::Add(double sample_rows, double sample_ms) {
@@ -68,10 +62,13 @@ void StepCosts::RecordVerify(int64_t batch, int64_t own, int64_t forward_rows, d
   if (own == 1) bucket.single_at_step = step;
 }
 
-void StepCosts::RecordDraft(int64_t batch, bool drafting, double ms) {
+void StepCosts::RecordDraft(int64_t batch, int64_t context_rows, double ms) {
   Bucket& bucket = At(batch);
-  (drafting ? bucket.drafting : bucket.context_only).Add(ms, bucket.steps);
+  bucket.drafting.Add(static_cast<double>(context_rows), ms);
+  bucket.drafted_at_step = bucket.steps;
 }
+
+void StepCosts::RecordIdleDraft(int64_t batch, double ms) { At(batch).idle_draft.Add(ms); }
 
 std::optional<double> StepCosts::VerifyMs(int64_t batch, double rows) const {
   const Bucket* bucket = Find(batch);
@@ -79,12 +76,16 @@ std::optional<double> StepCosts::VerifyMs(int64_t batch, double rows) const {
   return bucket->verify.At(rows);
 }
 
-std::optional<double> StepCosts::DraftMs(int64_t batch, bool drafting) const {
+std::optional<double> StepCosts::DraftMs(int64_t batch, double context_rows) const {
   const Bucket* bucket = Find(batch);
-  if (bucket == nullptr) return std::nullopt;
-  const Mean& mean = drafting ? bucket->drafting : bucket->context_only;
-  if (mean.samples == 0) return std::nullopt;
-  return mean.value;
+  if (bucket == nullptr || bucket->drafting.weight == 0) return std::nullopt;
+  return bucket->drafting.At(context_rows);
+}
+
+std::optional<double> StepCosts::IdleDraftMs(int64_t batch) const {
+  const Bucket* bucket = Find(batch);
+  if (bucket == nullptr || bucket->idle_draft.samples == 0) return std::nullopt;
+  return bucket->idle_draft.value;
 }
 
 std::optional<int64_t> StepCosts::SingleAge(int64_t batch) const {
@@ -95,8 +96,8 @@ std::optional<int64_t> StepCosts::SingleAge(int64_t batch) const {
 
 std::optional<int64_t> StepCosts::DraftAge(int64_t batch) const {
   const Bucket* bucket = Find(batch);
-  if (bucket == nullptr) return std::nullopt;
-  return bucket->drafting.AgeAt(bucket->steps);
+  if (bucket == nullptr || !bucket->drafted_at_step.has_value()) return std::nullopt;
+  return bucket->steps - *bucket->drafted_at_step;
 }
 
 }  // namespace specd::engine

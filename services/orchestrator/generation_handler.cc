@@ -336,7 +336,8 @@ absl::Status GenerationHandler::Decode(const v1::GenerateStreamRequest& request,
   if (!ports.ok()) return ports.status();
   std::optional<engine::SpeculationGuard::Request> guard;
   if (prepared.guarded)
-    guard.emplace(pair.guard().Open(prepared.regime, prepared.draft.block_size));
+    guard.emplace(pair.guard().Open(prepared.regime, prepared.draft.block_size,
+                                    static_cast<int64_t>(prepared.prompt.size())));
 
   double draft_seconds = 0;
   double verify_seconds = 0;

@@ -17,13 +17,19 @@ namespace specd::engine {
 namespace {
 
 constexpr int64_t kBlock = 16;
+constexpr int64_t kPrompt = 16;
 
 // A pair on which each draft is accepted with `accept` given the ones before it were, a draft
-// call takes `draft_ms` and a verify of a block of k tokens `verify_ms(k)`.
+// call takes `draft_ms`, and `draft_ms_per_row` more for each row committed since the request
+// last drafted (`pending_rows`: the prompt's at first), and a verify of a block of k tokens
+// `verify_ms(k)`. `elapsed_ms` adds up the steps' time.
 struct SimulatedPair {
   double accept = 0.9;
   double draft_ms = 2;
   std::function<double(int64_t)> verify_ms = [](int64_t block) { return 10 + 0.2 * block; };
+  double draft_ms_per_row = 0;
+  int64_t pending_rows = kPrompt;
+  double elapsed_ms = 0;
   std::mt19937 random{7};
 
   // Runs `steps` steps of `request` with room for `room` tokens each; the block sizes chosen.
@@ -35,8 +41,14 @@ struct SimulatedPair {
       const int64_t drafts = block - 1;
       int64_t kept = 0;
       while (kept < drafts && accepted(random)) ++kept;
-      request.Record(drafts, kept, drafts > 0 ? std::optional<double>(draft_ms) : std::nullopt,
-                     verify_ms(block), /*forward_rows=*/0);
+      std::optional<double> draft;
+      if (drafts > 0) {
+        draft = draft_ms + draft_ms_per_row * static_cast<double>(pending_rows);
+        pending_rows = 0;
+      }
+      request.Record(drafts, kept, draft, verify_ms(block), /*forward_rows=*/0);
+      elapsed_ms += draft.value_or(0) + verify_ms(block);
+      pending_rows += kept + 1;
       chosen.push_back(block);
     }
     return chosen;
@@ -77,7 +89,7 @@ TEST(StepCostsTest, AForwardThatAlsoTookPrefillRowsIsPricedByThemNotByTheBlock) 
 
 TEST(SpeculationGuardTest, AFreshGuardSpeculatesAFullBlockThenMeasuresASingleToken) {
   SpeculationGuard guard;
-  SpeculationGuard::Request request = guard.Open(Regime::kShort, kBlock);
+  SpeculationGuard::Request request = guard.Open(Regime::kShort, kBlock, kPrompt);
   SimulatedPair pair;
   EXPECT_EQ(pair.Run(request, 2), (std::vector<int64_t>{kBlock, 1}));
   EXPECT_TRUE(request.last().exploring);
@@ -85,7 +97,7 @@ TEST(SpeculationGuardTest, AFreshGuardSpeculatesAFullBlockThenMeasuresASingleTok
 
 TEST(SpeculationGuardTest, SpeculatesFullBlocksWhenDraftsAreGoodAndVerifyIsCheap) {
   SpeculationGuard guard;
-  SpeculationGuard::Request request = guard.Open(Regime::kShort, kBlock);
+  SpeculationGuard::Request request = guard.Open(Regime::kShort, kBlock, kPrompt);
   SimulatedPair pair{.accept = 0.95};
   const std::vector<int64_t> chosen = pair.Run(request, 300);
   EXPECT_GE(CountIn(chosen, kBlock, 100), 95);
@@ -96,7 +108,7 @@ TEST(SpeculationGuardTest, SpeculatesFullBlocksWhenDraftsAreGoodAndVerifyIsCheap
 
 TEST(SpeculationGuardTest, StopsSpeculatingWhenNothingIsAccepted) {
   SpeculationGuard guard;
-  SpeculationGuard::Request request = guard.Open(Regime::kShort, kBlock);
+  SpeculationGuard::Request request = guard.Open(Regime::kShort, kBlock, kPrompt);
   SimulatedPair pair{.accept = 0};
   const std::vector<int64_t> chosen = pair.Run(request, 400);
   // After the first steps, speculation comes back only for the probes (after 32, 64, 128 idle
@@ -107,16 +119,35 @@ TEST(SpeculationGuardTest, StopsSpeculatingWhenNothingIsAccepted) {
   EXPECT_EQ(request.last().block_size, 1);
 }
 
+// A model drafter projects every committed row it takes in, so looking at it again after a long
+// prompt, or many steps without it, costs many steps' time: a request that never gains from it
+// pays for such looks at most 2 % of its time.
+TEST(SpeculationGuardTest, LooksAtADrafterThatNeverPaysCostLittleWhateverItsCatchUp) {
+  SpeculationGuard guard;
+  {
+    SpeculationGuard::Request first = guard.Open(Regime::kLong, kBlock, kPrompt);
+    SimulatedPair{.accept = 0, .draft_ms_per_row = 0.1}.Run(first, 300);
+  }
+  constexpr int64_t kLongPrompt = 4096;  // 410 ms to take in, 41 steps' worth
+  for (const int64_t steps : {200, 1000, 4000}) {
+    SpeculationGuard::Request request = guard.Open(Regime::kLong, kBlock, kLongPrompt);
+    SimulatedPair pair{.accept = 0, .draft_ms_per_row = 0.1, .pending_rows = kLongPrompt};
+    pair.Run(request, steps);
+    const double target_only_ms = static_cast<double>(steps) * pair.verify_ms(1);
+    EXPECT_LE(pair.elapsed_ms, 1.03 * target_only_ms) << steps << " steps";
+  }
+}
+
 TEST(SpeculationGuardTest, PicksAShortBlockWhenEachVerifiedTokenIsExpensive) {
   SpeculationGuard guard;
-  SpeculationGuard::Request request = guard.Open(Regime::kShort, kBlock);
+  SpeculationGuard::Request request = guard.Open(Regime::kShort, kBlock, kPrompt);
   // Verify time grows with every token (compute-bound): the best block is short.
   SimulatedPair pair{.accept = 0.7, .draft_ms = 1, .verify_ms = [](int64_t block) {
                        return 4.0 + 4.0 * static_cast<double>(block);
                      }};
   // Spread the measurements over several sizes, as the first requests would.
   for (int64_t block = 1; block <= kBlock; ++block) {
-    SpeculationGuard::Request warm = guard.Open(Regime::kShort, block);
+    SpeculationGuard::Request warm = guard.Open(Regime::kShort, block, kPrompt);
     pair.Run(warm, 3);
   }
   const std::vector<int64_t> chosen = pair.Run(request, 200);
@@ -127,7 +158,7 @@ TEST(SpeculationGuardTest, PicksAShortBlockWhenEachVerifiedTokenIsExpensive) {
 
 TEST(SpeculationGuardTest, RoomForOneTokenIsATargetOnlyStep) {
   SpeculationGuard guard;
-  SpeculationGuard::Request request = guard.Open(Regime::kShort, kBlock);
+  SpeculationGuard::Request request = guard.Open(Regime::kShort, kBlock, kPrompt);
   EXPECT_EQ(request.Choose(1), 1);
   EXPECT_EQ(request.Choose(5), 5);  // exploring, cut to the room
 }
@@ -142,13 +173,13 @@ TEST(SpeculationGuardTest, PricesEachBatchSizeApart) {
     };
   };
   {
-    SpeculationGuard::Request alone = guard.Open(Regime::kShort, kBlock);
+    SpeculationGuard::Request alone = guard.Open(Regime::kShort, kBlock, kPrompt);
     SimulatedPair pair{.accept = 0.5, .draft_ms = 1, .verify_ms = verify_ms(1)};
     pair.Run(alone, 100);
     EXPECT_GT(alone.last().block_size, 1);
   }
   std::vector<SpeculationGuard::Request> crowd;
-  for (int i = 0; i < 16; ++i) crowd.push_back(guard.Open(Regime::kShort, kBlock));
+  for (int i = 0; i < 16; ++i) crowd.push_back(guard.Open(Regime::kShort, kBlock, kPrompt));
   SimulatedPair pair{.accept = 0.5, .draft_ms = 1, .verify_ms = verify_ms(16)};
   std::vector<int64_t> chosen;
   for (int round = 0; round < 20; ++round) {
@@ -159,7 +190,7 @@ TEST(SpeculationGuardTest, PricesEachBatchSizeApart) {
 
 TEST(SpeculationGuardTest, TakesTheDrafterBackWhenItsDraftsBecomeGood) {
   SpeculationGuard guard;
-  SpeculationGuard::Request request = guard.Open(Regime::kShort, kBlock);
+  SpeculationGuard::Request request = guard.Open(Regime::kShort, kBlock, kPrompt);
   SimulatedPair pair{.accept = 0};
   pair.Run(request, 100);
   EXPECT_EQ(request.last().block_size, 1);
@@ -172,14 +203,14 @@ TEST(SpeculationGuardTest, ARegimesRequestsShareWhatTheyLearnedAboutAcceptance) 
   SpeculationGuard guard;
   SimulatedPair pair{.accept = 0};
   {
-    SpeculationGuard::Request first = guard.Open(Regime::kLong, kBlock);
+    SpeculationGuard::Request first = guard.Open(Regime::kLong, kBlock, kPrompt);
     pair.Run(first, 200);
   }
   // A new long request starts from its regime's odds, and does not speculate at all…
-  SpeculationGuard::Request next = guard.Open(Regime::kLong, kBlock);
+  SpeculationGuard::Request next = guard.Open(Regime::kLong, kBlock, kPrompt);
   EXPECT_EQ(pair.Run(next, 20), std::vector<int64_t>(20, 1));
   // …while a short one, whose regime has no counts yet, still tries.
-  SpeculationGuard::Request other = guard.Open(Regime::kShort, kBlock);
+  SpeculationGuard::Request other = guard.Open(Regime::kShort, kBlock, kPrompt);
   EXPECT_GT(other.Choose(1000), 1);
 }
 
