@@ -93,6 +93,12 @@ absl::StatusOr<engine::Drafts> RemoteDraftPort::Propose(int64_t anchor, int64_t 
   request.set_max_session_length(target_.max_session_length());
   opened_ = true;
   absl::StatusOr<v1::DraftResponse> response = drafter_.Draft(request);
+  if (response.status().code() == absl::StatusCode::kFailedPrecondition && from > 0) {
+    // A drafter that restarted holds none of the request's ids: once, all of them.
+    request.mutable_committed()->set_begin(0);
+    request.mutable_committed()->mutable_ids()->Assign(committed.begin(), committed.end());
+    response = drafter_.Draft(request);
+  }
   if (!response.ok()) return response.status();
   drafter_length_ = response->context_length();
   if (response->distributions_size() > 0 &&
