@@ -68,7 +68,7 @@ absl::Status WritePrunedDrafter(const std::filesystem::path& drafter,
                      .bytes = std::as_bytes(std::span(offsets)),
                      .owner = nullptr});
   if (absl::Status written =
-          io::WriteCheckpointTensors(out, tensors, uint64_t{2} << 30, {{"format", "pt"}});
+          io::WriteCheckpointTensors(out, tensors, io::kMaxShardBytes, {{"format", "pt"}});
       !written.ok()) {
     return written;
   }

@@ -17,8 +17,6 @@
 namespace specd::train {
 namespace {
 
-constexpr uint64_t kMaxShardBytes = uint64_t{2} << 30;
-
 // Contiguous float32 copies of dense tensors and the packed tensors of fake-quant ones, with
 // views into them for the writer.
 class TensorsToWrite {
@@ -116,8 +114,8 @@ absl::Status ExportCheckpoint(std::span<const model::NamedParameter> parameters,
     return absl::InternalError(
         absl::StrCat("cannot create ", staging.string(), ": ", error.message()));
   }
-  if (absl::Status status =
-          io::WriteCheckpointTensors(staging, tensors.views(), kMaxShardBytes, {{"format", "pt"}});
+  if (absl::Status status = io::WriteCheckpointTensors(staging, tensors.views(), io::kMaxShardBytes,
+                                                       {{"format", "pt"}});
       !status.ok()) {
     return status;
   }

@@ -175,10 +175,9 @@ absl::Status QuantizeWithAwq(const PipelinePreset& preset, const Layout& layout)
   absl::StatusOr<quant::AwqResult> result =
       quant::ComputeAwqOverrides(layout.teacher(), awq, *calibration);
   if (!result.ok()) return result.status();
-  return quant::QuantizeCheckpoint(
-      layout.teacher(), layout.int4,
-      {.rtn = rtn, .ignore = quant::DefaultQuantizeIgnore(), .max_shard_bytes = uint64_t{2} << 30},
-      {}, &result->overrides);
+  return quant::QuantizeCheckpoint(layout.teacher(), layout.int4,
+                                   {.rtn = rtn, .ignore = quant::DefaultQuantizeIgnore()}, {},
+                                   &result->overrides);
 }
 
 // Answers the prompts with `teacher` and packs the conversations for training.

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/specd/commands.h"
+#include "common/io/checkpoint_writer.h"
 #include "common/io/qwen35_config.h"
 #include "common/model/synthetic/qwen35_presets.h"
 #include "common/model/synthetic/random_checkpoint.h"
@@ -57,11 +58,12 @@ absl::Status InitModel(const InitModelFlags& flags) {
   std::cerr << "writing " << model::Qwen35ParameterCount(*config) / 1e9 << " B parameters ("
             << flags.dtype << (flags.quantize.empty() ? "" : ", Linears W4A16 by RTN") << ") to "
             << flags.out << "\n";
-  // Shards of 2 GiB, as Hugging Face checkpoints are split, so no file is unwieldy.
+  // Shards of 2 GiB, as every checkpoint specd writes and as Hugging Face checkpoints are split,
+  // so no file is unwieldy.
   return model::WriteRandomQwen35Checkpoint(flags.out, *config,
                                             {.layout = model::CheckpointLayout::kCausalLm,
                                              .seed = flags.seed,
-                                             .max_shard_bytes = uint64_t{2} << 30,
+                                             .max_shard_bytes = io::kMaxShardBytes,
                                              .dtype = dtype,
                                              .quantization_config = quantization});
 }

@@ -69,8 +69,7 @@ absl::Status Quantize(const QuantizeFlags& flags) {
       .rtn = {.group_size = flags.group_size,
               .symmetric = !flags.asymmetric,
               .scale_dtype = io::DType::kBF16},  // unused: scales take each weight's dtype
-      .ignore = flags.ignore,
-      .max_shard_bytes = uint64_t{2} << 30};
+      .ignore = flags.ignore};
   quant::WeightOverrides overrides;
   if (flags.method == "awq") {
     absl::StatusOr<quant::WeightOverrides> folded = SearchAwqScales(flags, options.rtn, start);

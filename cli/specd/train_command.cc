@@ -261,10 +261,7 @@ absl::Status Quantize(YamlConfig& config, bool dry_run) {
     overrides = std::move(result->overrides);
   }
   if (absl::Status status = quant::QuantizeCheckpoint(
-          model, staging,
-          {.rtn = rtn,
-           .ignore = quant::DefaultQuantizeIgnore(),
-           .max_shard_bytes = uint64_t{2} << 30},
+          model, staging, {.rtn = rtn, .ignore = quant::DefaultQuantizeIgnore()},
           [](const quant::QuantizeProgress& p) {
             std::fprintf(stderr, "[%lld/%lld] %s %s\n", static_cast<long long>(p.done),
                          static_cast<long long>(p.total), p.quantized ? "int4" : "copy",

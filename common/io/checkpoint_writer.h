@@ -32,6 +32,9 @@ std::vector<std::span<const T>> SplitIntoShards(std::span<const T> items, uint64
   return shards;
 }
 
+// The shard size of every checkpoint specd writes.
+inline constexpr uint64_t kMaxShardBytes = uint64_t{2} << 30;
+
 // Writes `tensors` into `dir` (which must exist) in shards of at most `max_shard_bytes` of tensor
 // data, filled in the given order; a tensor larger than the limit gets a shard of its own.
 // One shard is written as `model.safetensors`; several as `model-00001-of-0000N.safetensors` plus

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "common/int4/rtn.h"
+#include "common/io/checkpoint_writer.h"
 #include "nlohmann/json.hpp"
 
 namespace specd::quant {
@@ -31,7 +32,7 @@ struct QuantizeOptions {
   // model's Linears are ever quantized: vision and MTP tensors are copied, so keep them here
   // for the written config to say so.
   std::vector<std::string> ignore = DefaultQuantizeIgnore();
-  uint64_t max_shard_bytes = uint64_t{2} << 30;  // of tensor data per output shard
+  uint64_t max_shard_bytes = io::kMaxShardBytes;  // of tensor data per output shard
 };
 
 struct QuantizeProgress {
