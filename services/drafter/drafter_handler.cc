@@ -132,8 +132,8 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
     return rpc::AtField("max_session_length",
                         absl::InvalidArgumentError(
                             absl::StrCat(capacity, " is below the ", end,
-                                         " committed positions (a drafter "
-                                         "that maps no context buffer sizes its session by it)")));
+                                         " committed positions (a drafter that maps no context "
+                                         "buffer sizes its session by it)")));
   }
   v1::DraftResponse response;
   absl::Status drafted = base::CatchTorchErrors("draft", [&]() -> absl::Status {
@@ -198,9 +198,8 @@ absl::StatusOr<engine::CommittedContext> DrafterHandler::ContextOf(const Session
     if (committed.begin() > from) {
       return absl::FailedPreconditionError(
           absl::StrCat("committed: the ids begin at position ", committed.begin(),
-                       " but the session needs them "
-                       "from position ",
-                       from, " (a drafter that restarted has lost its sessions)"));
+                       " but the session needs them from position ", from,
+                       " (a drafter that restarted has lost its sessions)"));
     }
     context.begin = committed.begin();
     context.ids.assign(committed.ids().begin(), committed.ids().end());
