@@ -467,7 +467,8 @@ void AddServeBench(CLI::App& bench) {
       ->capture_default_str();
   command
       ->add_option("--batch-delay-us", flags->batch_delay_us,
-                   "how long a step waits for sessions still to come")
+                   "how long a step waits for sessions still to come (at least; a quarter of the "
+                   "last forward's time if longer)")
       ->capture_default_str();
   AddCpuKernelOptions(*command, flags->model_options);
   command

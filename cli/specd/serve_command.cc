@@ -660,7 +660,8 @@ void AddServeCommand(CLI::App& app) {
       ->capture_default_str();
   serve
       ->add_option("--batch-delay-us", flags->batch_delay_us,
-                   "verifier, drafter: how long a forward waits for open sessions still to come")
+                   "verifier, drafter: how long a forward waits for open sessions still to come "
+                   "(at least; a quarter of the last forward's time if longer)")
       ->capture_default_str();
   serve
       ->add_option("--cache-memory", flags->cache_memory,

@@ -3,7 +3,10 @@
 // callers queue jobs and wait; one worker thread forms each step from the jobs waiting and runs
 // them in one call (one forward over many sequences). A step starts once every member — a
 // session that will queue again, such as one drafting while the others verify — has queued a
-// job, or `max_delay` after the first job came or the last step ended, whichever is first; it
+// job, or once it has waited for them `max_delay` after the first job came or the last step
+// ended, or a quarter of the last step's time if that is longer (a member that misses a step
+// waits for the whole next one, so a long step, one that took a prefill chunk, is worth a
+// longer wait), whichever is first; it
 // takes urgent jobs (decode and verify steps) before the rest (prefill chunks), first come first
 // served, up to `max_rows` rows and `max_sequences` jobs, and at least one job. Jobs a step did
 // not finish (a prefill with chunks left) stay queued for the next one, so new requests join at
@@ -24,7 +27,8 @@ namespace specd::engine {
 struct BatchingOptions {
   int64_t max_rows = 2048;     // tokens per forward: a step's budget
   int64_t max_sequences = 64;  // jobs per forward; 1 runs one sequence at a time (no batching)
-  std::chrono::microseconds max_delay{2000};  // how long a step waits for members still to come
+  // How long a step waits for members still to come, at least (see above).
+  std::chrono::microseconds max_delay{2000};
   // Sees each step's jobs and rows once it ran (metrics); may be empty.
   std::function<void(int64_t sequences, int64_t rows)> on_step = {};
 };
@@ -69,7 +73,7 @@ class StepBatcher {
     finished_.wait(lock, [&] { return entry.finished; });
   }
 
-  // A session that queues jobs again and again; steps wait for it (up to max_delay) while the
+  // A session that queues jobs again and again; steps wait for it (as above) while the
   // membership lives.
   class Membership {
    public:
@@ -102,6 +106,8 @@ class StepBatcher {
 
  private:
   using Clock = std::chrono::steady_clock;
+  // The share of the last step's time a step waits for its members (when above max_delay).
+  static constexpr double kWaitShareOfLastStep = 0.25;
 
   struct Entry {
     Job* job = nullptr;
@@ -143,12 +149,16 @@ class StepBatcher {
     // still wait for the members it returned to, or two halves of the members would take turns
     // (each half's jobs past their delay whenever the other half's step ends) and never merge.
     Clock::time_point last_step_end;
+    Clock::duration last_step_time{};
     while (true) {
       queued_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping with nothing left to run
       Clock::time_point first = queue_.front()->arrived;
       for (const Entry* entry : queue_) first = std::min(first, entry->arrived);
-      queued_.wait_until(lock, std::max(first, last_step_end) + options_.max_delay, [&] {
+      const Clock::duration wait = std::max<Clock::duration>(
+          options_.max_delay,
+          std::chrono::duration_cast<Clock::duration>(last_step_time * kWaitShareOfLastStep));
+      queued_.wait_until(lock, std::max(first, last_step_end) + wait, [&] {
         return stopping_ || static_cast<int64_t>(queue_.size()) >= members_;
       });
       const std::vector<Entry*> batch = Select();
@@ -159,10 +169,12 @@ class StepBatcher {
         rows += entry->job->rows();
       }
       lock.unlock();
+      const Clock::time_point began = Clock::now();
       const std::vector<bool> done = step_(jobs);
       lock.lock();
       const Clock::time_point now = Clock::now();
       last_step_end = now;
+      last_step_time = now - began;
       for (size_t i = 0; i < batch.size(); ++i) {
         if (done[i]) {
           batch[i]->finished = true;

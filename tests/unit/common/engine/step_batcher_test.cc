@@ -121,6 +121,37 @@ TEST(StepBatcherTest, MembersThatQueuedDuringAStepJoinTheOnesItReturns) {
   EXPECT_GT(batcher.stats().mean_batch_size(), 3.0) << batcher.stats().steps << " steps";
 }
 
+// A member that misses a step waits for the whole next one, so after a long step (one that took
+// a prefill chunk) a step waits for a member still busy elsewhere (drafting) longer than the
+// delay: up to a quarter of the last step's time.
+TEST(StepBatcherTest, AfterALongStepAStepWaitsLongerForAMemberStillToCome) {
+  const auto kStep = std::chrono::milliseconds(200);
+  const auto kDrafting = std::chrono::milliseconds(10);  // well within 200 / 4, far past 1
+  StepBatcher<Job> batcher(
+      {.max_rows = 100, .max_sequences = 64, .max_delay = std::chrono::milliseconds(1)},
+      [&](std::span<Job* const> batch) {
+        std::this_thread::sleep_for(kStep);
+        return std::vector<bool>(batch.size(), true);
+      });
+  constexpr int kJobsEach = 4;
+  std::vector<StepBatcher<Job>::Membership> members;
+  for (int i = 0; i < 2; ++i) members.push_back(batcher.Join());
+  std::vector<std::thread> sessions;
+  for (int i = 0; i < 2; ++i) {
+    sessions.emplace_back([&, i] {
+      for (int n = 0; n < kJobsEach; ++n) {
+        Job job{.id = i};
+        batcher.Run(job);
+        if (i == 1) std::this_thread::sleep_for(kDrafting);
+      }
+      members[i] = {};
+    });
+  }
+  for (std::thread& session : sessions) session.join();
+  EXPECT_EQ(batcher.stats().steps, kJobsEach);
+  EXPECT_EQ(batcher.stats().mean_batch_size(), 2);
+}
+
 TEST(StepBatcherTest, UrgentJobsGoFirstAndTheRowBudgetDefersWhatDoesNotFit) {
   Recorder recorder({.max_rows = 10, .max_sequences = 64, .max_delay = kLong});
   std::vector<Job> jobs = {{.id = 1, .job_rows = 8, .is_urgent = false},
