@@ -3,9 +3,12 @@ suffix + DFlash, each with and without the speculation guard, at concurrency 1 a
 
 Every configuration is a `specd serve --role all` of its own, all started at once and idle but
 for the one being measured; each round runs every configuration once per family and concurrency,
-in turn, so a noisy machine slows them alike. Prints, per family and concurrency: tokens/s (the
-median over rounds of completion tokens over wall time, all clients together), tokens per verify
-step (τ including the guard's target-only steps), and the ratio to target-only.
+in turn, starting with another one each round, so a noisy machine slows them alike. Prints, per
+family and concurrency, medians over rounds of: tokens/s (completion tokens over wall time, all
+clients together, prefill included), tokens per verify step (τ including the guard's target-only
+steps), the decode speed (a request's tokens after its first over the time from its first to its
+last, averaged over the clients: what speculation changes; with long prompts at 16 clients most
+of the wall time is prefill), and each speed's ratio to target-only's in the same round.
 
     .cache/python/bin/python tests/bench/speculation_by_family.py PIPELINE_DIR \\
         [--new-tokens 128] [--rounds 3] [--concurrency 1 16] [--families F...] [--configs C...]
@@ -23,6 +26,7 @@ import argparse
 import collections
 import concurrent.futures
 import contextlib
+import dataclasses
 import os
 import socket
 import statistics
@@ -89,6 +93,38 @@ class Server:
         self.process.wait()
 
 
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """One configuration's requests at once, measured."""
+
+    speed: float  # completion tokens over wall time
+    per_step: float  # tokens per verify step, the first token aside
+    decode_speed: float  # a request's tokens after its first over its decode time, averaged
+
+    @classmethod
+    def of(cls, seconds: float, completions: list) -> Cell:
+        tokens = sum(c.usage.completion_tokens for c in completions)
+        steps = sum(
+            c.acceptance.num_drafts + c.acceptance.num_target_only_steps for c in completions
+        )
+        decode = [
+            (c.usage.completion_tokens - 1) / c.timing.decode_time.total_seconds()
+            for c in completions
+        ]
+        return cls(
+            speed=tokens / seconds,
+            per_step=(tokens - len(completions)) / steps if steps else 1.0,
+            decode_speed=statistics.fmean(decode),
+        )
+
+
+def medians(cells: list[Cell], plain: list[Cell], field: str) -> tuple[float, float]:
+    """`field`'s median over rounds, and that of its ratio to target-only's in the same round."""
+    values = [getattr(cell, field) for cell in cells]
+    ratios = [value / getattr(cell, field) for value, cell in zip(values, plain)]
+    return statistics.median(values), statistics.median(ratios)
+
+
 def run_cell(server: Server, prompt: str, new_tokens: int, clients: int):
     """`clients` requests at once; (wall seconds, completions)."""
 
@@ -134,41 +170,44 @@ def main() -> int:
     try:
         for name, (spec, guard) in configs.items():
             servers[name] = Server(args.pipeline, spec, guard, max(args.concurrency))
-        # (family, clients, config) → [(tokens/s, tokens per step)], and each one's texts.
+        # (family, clients, config) → [Cell], and each one's texts.
         runs = collections.defaultdict(list)
         texts: dict[tuple[str, str], set[str]] = collections.defaultdict(set)
         for server in servers.values():  # pages the weights in
             run_cell(server, next(iter(prompts.values())), 8, 1)
-        for _ in range(args.rounds):
+        names = list(servers)
+        for round_index in range(args.rounds):
+            # Each round starts with another configuration, so none always follows the same one.
+            shift = round_index % len(names)
             for family, prompt in prompts.items():
                 for clients in args.concurrency:
-                    for name, server in servers.items():
-                        seconds, completions = run_cell(server, prompt, args.new_tokens, clients)
-                        tokens = sum(c.usage.completion_tokens for c in completions)
-                        steps = sum(
-                            c.acceptance.num_drafts + c.acceptance.num_target_only_steps
-                            for c in completions
+                    for name in names[shift:] + names[:shift]:
+                        seconds, completions = run_cell(
+                            servers[name], prompt, args.new_tokens, clients
                         )
-                        runs[family, clients, name].append(
-                            (tokens / seconds, (tokens - clients) / steps if steps else 1.0)
-                        )
+                        runs[family, clients, name].append(Cell.of(seconds, completions))
                         texts[family, name].update(c.text for c in completions)
     finally:
         for server in servers.values():
             server.close()
 
     print(f"{args.new_tokens} new tokens, {args.rounds} rounds, medians")
-    print("| family | clients | configuration | tokens/s | tokens/step | × target-only |")
-    print("|---|---|---|---|---|---|")
+    print("| family | clients | configuration | tokens/s | tokens/step | × target-only "
+          "| decode tokens/s per request | × target-only |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
     same = True
     for family in prompts:
         reference = texts[family, "target-only"]
         for clients in args.concurrency:
-            plain = statistics.median(s for s, _ in runs[family, clients, "target-only"])
+            plain = runs[family, clients, "target-only"]
             for name in configs:
-                speed = statistics.median(s for s, _ in runs[family, clients, name])
-                per_step = statistics.median(t for _, t in runs[family, clients, name])
-                print(f"| {family} | {clients} | {name} | {speed:.0f} | {per_step:.2f} | {speed / plain:.2f} |")
+                speed, speed_ratio = medians(runs[family, clients, name], plain, "speed")
+                per_step, _ = medians(runs[family, clients, name], plain, "per_step")
+                decode, decode_ratio = medians(runs[family, clients, name], plain, "decode_speed")
+                print(
+                    f"| {family} | {clients} | {name} | {speed:.0f} | {per_step:.2f} "
+                    f"| {speed_ratio:.2f} | {decode:.1f} | {decode_ratio:.2f} |"
+                )
         for name in configs:
             if texts[family, name] != reference:
                 print(f"{family}: {name} gave other text than target-only", file=sys.stderr)
