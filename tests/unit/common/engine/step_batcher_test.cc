@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -91,65 +92,57 @@ TEST(StepBatcherTest, AStepWaitsForAMissingMemberOnlyUpToTheDelay) {
   EXPECT_THAT(recorder.steps(), ElementsAre(ElementsAre(7)));
 }
 
-// Two members that queue while a step of the other two runs (a step longer than the delay) must
-// not take turns with them for ever: the next step waits for the members the last one returned.
-TEST(StepBatcherTest, MembersThatQueuedDuringAStepJoinTheOnesItReturns) {
-  const auto kStep = std::chrono::milliseconds(60);
-  StepBatcher<Job> batcher(
-      {.max_rows = 100, .max_sequences = 64, .max_delay = std::chrono::milliseconds(10)},
-      [&](std::span<Job* const> batch) {
-        std::this_thread::sleep_for(kStep);
-        return std::vector<bool>(batch.size(), true);
-      });
-  constexpr int kJobsEach = 10;
+// Sessions that each run `jobs_each` jobs in turn, on threads of their own, through a batcher
+// whose steps take `step`; `pause(session, n)` runs before a session's n-th job (work elsewhere,
+// such as drafting). Members from the start until their last job is done.
+BatchingStats RunSessions(std::chrono::milliseconds step, std::chrono::microseconds max_delay,
+                          int sessions, int jobs_each,
+                          const std::function<void(int session, int n)>& pause) {
+  StepBatcher<Job> batcher({.max_rows = 100, .max_sequences = 64, .max_delay = max_delay},
+                           [&](std::span<Job* const> batch) {
+                             std::this_thread::sleep_for(step);
+                             return std::vector<bool>(batch.size(), true);
+                           });
   std::vector<StepBatcher<Job>::Membership> members;
-  for (int i = 0; i < 4; ++i) members.push_back(batcher.Join());
-  std::vector<std::thread> sessions;
-  for (int i = 0; i < 4; ++i) {
-    sessions.emplace_back([&, i] {
-      // Two sessions start together; the other two come during the first step.
-      if (i >= 2) std::this_thread::sleep_for(std::chrono::milliseconds(30));
-      for (int n = 0; n < kJobsEach; ++n) {
+  for (int i = 0; i < sessions; ++i) members.push_back(batcher.Join());
+  std::vector<std::thread> threads;
+  for (int i = 0; i < sessions; ++i) {
+    threads.emplace_back([&, i] {
+      for (int n = 0; n < jobs_each; ++n) {
+        pause(i, n);
         Job job{.id = i};
         batcher.Run(job);
       }
       members[i] = {};
     });
   }
-  for (std::thread& session : sessions) session.join();
+  for (std::thread& thread : threads) thread.join();
+  return batcher.stats();
+}
+
+// Two members that queue while a step of the other two runs (a step longer than the delay) must
+// not take turns with them for ever: the next step waits for the members the last one returned.
+TEST(StepBatcherTest, MembersThatQueuedDuringAStepJoinTheOnesItReturns) {
+  const BatchingStats stats = RunSessions(
+      std::chrono::milliseconds(60), std::chrono::milliseconds(10), 4, 10, [](int session, int n) {
+        // Two sessions start together; the other two come during the first step.
+        if (session >= 2 && n == 0) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      });
   // Taking turns would be 20 steps of 2; merged, all but the first and last steps carry 4.
-  EXPECT_GT(batcher.stats().mean_batch_size(), 3.0) << batcher.stats().steps << " steps";
+  EXPECT_GT(stats.mean_batch_size(), 3.0) << stats.steps << " steps";
 }
 
 // A member that misses a step waits for the whole next one, so after a long step (one that took
 // a prefill chunk) a step waits for a member still busy elsewhere (drafting) longer than the
 // delay: up to a quarter of the last step's time.
 TEST(StepBatcherTest, AfterALongStepAStepWaitsLongerForAMemberStillToCome) {
-  const auto kStep = std::chrono::milliseconds(200);
   const auto kDrafting = std::chrono::milliseconds(10);  // well within 200 / 4, far past 1
-  StepBatcher<Job> batcher(
-      {.max_rows = 100, .max_sequences = 64, .max_delay = std::chrono::milliseconds(1)},
-      [&](std::span<Job* const> batch) {
-        std::this_thread::sleep_for(kStep);
-        return std::vector<bool>(batch.size(), true);
+  const BatchingStats stats = RunSessions(
+      std::chrono::milliseconds(200), std::chrono::milliseconds(1), 2, 4, [&](int session, int n) {
+        if (session == 1 && n > 0) std::this_thread::sleep_for(kDrafting);
       });
-  constexpr int kJobsEach = 4;
-  std::vector<StepBatcher<Job>::Membership> members;
-  for (int i = 0; i < 2; ++i) members.push_back(batcher.Join());
-  std::vector<std::thread> sessions;
-  for (int i = 0; i < 2; ++i) {
-    sessions.emplace_back([&, i] {
-      for (int n = 0; n < kJobsEach; ++n) {
-        Job job{.id = i};
-        batcher.Run(job);
-        if (i == 1) std::this_thread::sleep_for(kDrafting);
-      }
-      members[i] = {};
-    });
-  }
-  for (std::thread& session : sessions) session.join();
-  EXPECT_EQ(batcher.stats().steps, kJobsEach);
-  EXPECT_EQ(batcher.stats().mean_batch_size(), 2);
+  EXPECT_EQ(stats.steps, 4);
+  EXPECT_EQ(stats.mean_batch_size(), 2);
 }
 
 TEST(StepBatcherTest, UrgentJobsGoFirstAndTheRowBudgetDefersWhatDoesNotFit) {
