@@ -1,5 +1,7 @@
 #include "training/adamw_8bit.h"
 
+#include <ATen/core/grad_mode.h>
+
 #include <cmath>
 #include <cstring>
 #include <utility>

@@ -1,5 +1,7 @@
 #include "training/lr_schedule.h"
 
+#include <ATen/core/grad_mode.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numbers>

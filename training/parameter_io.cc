@@ -1,6 +1,7 @@
 #include "training/parameter_io.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <deque>
 #include <map>

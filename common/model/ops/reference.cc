@@ -2,6 +2,7 @@
 // any kernel (the ground truth every backend is tested against). Runs on any device and records
 // gradients, so training runs here.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,6 @@
 #include "training/adamw_8bit.h"
 
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 #include <torch/optim/adamw.h>
 

@@ -3,6 +3,7 @@
 #include "training/parameter_io.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 
 #include "common/model/qwen35_model.h"

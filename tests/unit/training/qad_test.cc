@@ -4,6 +4,7 @@
 #include "training/qad.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 
 #include <chrono>

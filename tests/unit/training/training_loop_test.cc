@@ -2,6 +2,7 @@
 #include "training/training_loop.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 
 #include <fstream>

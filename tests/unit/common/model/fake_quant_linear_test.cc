@@ -4,6 +4,7 @@
 #include "common/model/fake_quant_linear.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/optim/sgd.h>
 
 #include <cstdint>

@@ -3,6 +3,7 @@
 // them changes what the forward computes. W4A16 Linears train as fake-quant weights on their
 // frozen grid. The drafter's many-anchor training forward equals drafting one block at a time.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 
 #include <set>
