@@ -6,6 +6,10 @@ add_library(specd_project_options INTERFACE)
 target_compile_features(specd_project_options INTERFACE cxx_std_20)
 target_compile_options(specd_project_options INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Werror>)
+# libstdc++ first among a binary's libraries, so the C++ library's own symbols win: PyPI's
+# libtorch.so exports copies of some (std::filesystem's), which crash when our code binds to them.
+target_link_options(specd_project_options INTERFACE
+  "LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
 if(SPECD_SANITIZE)
   target_compile_options(specd_project_options INTERFACE
     $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all>
