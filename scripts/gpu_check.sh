@@ -23,9 +23,12 @@ step() {  # step NAME COMMAND...: runs COMMAND with its output in $logs/NAME.log
 }
 results=()
 export PKG_CONFIG_PATH="$bundle/usr/lib/x86_64-linux-gnu/pkgconfig:$bundle/usr/share/pkgconfig"
+arch="${CUDA_ARCH:-90}"
+# TORCH_CUDA_ARCH_LIST spares torch's CMake its GPU probe, which CMake 3.25 cannot compile for
+# CUDA 13 (seen building this against PyPI's torch 2.11 without a device).
 step configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPECD_ENGINE_ONLY=ON \
   "-DCMAKE_PREFIX_PATH=$prefix" \
-  "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCH:-90}"
+  "-DCMAKE_CUDA_ARCHITECTURES=$arch" "-DTORCH_CUDA_ARCH_LIST=${arch%?}.${arch: -1}"
 step build cmake --build build-gpu -j "$(nproc)"
 step gpu-tests ctest --test-dir build-gpu -L gpu --output-on-failure
 step w4a16-bench build-gpu/tests/gpu/w4a16_gemm_gpu_bench
