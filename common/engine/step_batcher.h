@@ -3,14 +3,13 @@
 // callers queue jobs and wait; one worker thread forms each step from the jobs waiting and runs
 // them in one call (one forward over many sequences). A step starts once every member — a
 // session that will queue again, such as one drafting while the others verify — has queued a
-// job, or once it has waited for them `max_delay` after the first job came or the last step
-// ended, or a quarter of the last step's time if that is longer (a member that misses a step
-// waits for the whole next one, so a long step, one that took a prefill chunk, is worth a
-// longer wait), whichever is first; it
-// takes urgent jobs (decode and verify steps) before the rest (prefill chunks), first come first
-// served, up to `max_rows` rows and `max_sequences` jobs, and at least one job. Jobs a step did
-// not finish (a prefill with chunks left) stay queued for the next one, so new requests join at
-// the next step and finished ones leave.
+// job, or once the wait for them runs out: `max_delay`, or a quarter of the last step's time if
+// that is longer, from when the first job came or the last step ended (a member that misses a
+// step waits for the whole next one, so a long step, one that took a prefill chunk, is worth a
+// longer wait). It takes urgent jobs (decode and verify steps) before the rest (prefill
+// chunks), first come first served, up to `max_rows` rows and `max_sequences` jobs, and at least
+// one job. Jobs a step did not finish (a prefill with chunks left) stay queued for the next one,
+// so new requests join at the next step and finished ones leave.
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>

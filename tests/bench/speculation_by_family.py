@@ -201,9 +201,10 @@ def main() -> int:
         for clients in args.concurrency:
             plain = runs[family, clients, "target-only"]
             for name in configs:
-                speed, speed_ratio = medians(runs[family, clients, name], plain, "speed")
-                per_step, _ = medians(runs[family, clients, name], plain, "per_step")
-                decode, decode_ratio = medians(runs[family, clients, name], plain, "decode_speed")
+                cells = runs[family, clients, name]
+                speed, speed_ratio = medians(cells, plain, "speed")
+                per_step, _ = medians(cells, plain, "per_step")
+                decode, decode_ratio = medians(cells, plain, "decode_speed")
                 print(
                     f"| {family} | {clients} | {name} | {speed:.0f} | {per_step:.2f} "
                     f"| {speed_ratio:.2f} | {decode:.1f} | {decode_ratio:.2f} |"
