@@ -12,26 +12,49 @@ usage() {
   cat <<'USAGE'
 usage: ./specd.sh COMMAND [ARGS]
   demo             set up, build, and run the main job on the embedded default
-  test [--asan] [CTEST ARGS]
-                   set up, build, and run every test (unit, integration, gpu, bench);
-                   --asan builds and tests with AddressSanitizer + UBSan in build-asan/
-  build [--asan]   set up and build (Release in build/, or build-asan/)
+  test [--asan|--cuda] [CTEST ARGS]
+                   set up, build, and run every test (unit, integration, gpu, bench) against
+                   both LibTorch flavours: Debian's (build/) and PyTorch's CUDA build
+                   (build-cuda/; gpu tests skip without a device); --asan: AddressSanitizer +
+                   UBSan alone (build-asan/), --cuda: the CUDA flavour alone
+  build [--asan|--cuda]
+                   set up and build (Release in build/, or build-asan/, or build-cuda/)
   setup            install Debian packages and node tools, fetch the tokenizer (idempotent)
   specd ARGS       run the built `specd` command line
 USAGE
 }
 
+# build [--asan|--cuda]: configures once, builds, prints the build directory.
 build() {
   local dir=build extra=()
-  if [[ "${1:-}" == --asan ]]; then
-    dir=build-asan extra=(-DSPECD_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo)
-  fi
   bash scripts/setup.sh >&2
+  case "${1:-}" in
+    --asan) dir=build-asan extra=(-DSPECD_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
+    --cuda)
+      # PyTorch's LibTorch from the Python environment's torch wheel (set-up installs it); its
+      # CMake finds CUDA with the legacy FindCUDA, pointed at set-up's CUDA wheels where the machine
+      # has no toolkit, and needs the architectures named where there is no device to probe.
+      local torch_cmake
+      torch_cmake="$(.cache/python/bin/python -c 'import torch; print(torch.utils.cmake_prefix_path)')"
+      dir=build-cuda extra=("-DCMAKE_PREFIX_PATH=$torch_cmake" -DTORCH_CUDA_ARCH_LIST=9.0)
+      if ! command -v nvcc >/dev/null; then
+        extra+=("-DCUDA_TOOLKIT_ROOT_DIR=$(echo "$root"/.cache/python/lib/python3*/site-packages/nvidia/cu13)")
+      fi
+      ;;
+  esac
   if [[ ! -f "$dir/build.ninja" ]]; then
     cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${extra[@]}" >&2
   fi
   cmake --build "$dir" -j "$(nproc)" >&2
   echo "$dir"
+}
+
+# run_tests [--asan|--cuda] [CTEST ARGS]: builds that flavour and runs its tests.
+run_tests() {
+  local dir flavour=()
+  if [[ "${1:-}" == --asan || "${1:-}" == --cuda ]]; then flavour=("$1"); shift; fi
+  dir="$(build "${flavour[@]}")"
+  ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" "$@"
 }
 
 command="${1:-}"
@@ -40,10 +63,12 @@ case "$command" in
   setup) bash scripts/setup.sh ;;
   build) build "$@" >/dev/null ;;
   test)
-    flavour=()
-    if [[ "${1:-}" == --asan ]]; then flavour=(--asan); shift; fi
-    dir="$(build "${flavour[@]}")"
-    ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" "$@"
+    if [[ "${1:-}" == --asan || "${1:-}" == --cuda ]]; then
+      run_tests "$@"
+    else
+      run_tests "$@"
+      run_tests --cuda "$@"
+    fi
     ;;
   demo)
     dir="$(build)"

@@ -134,15 +134,19 @@ TEST_F(CheckpointLayoutsTest, Bfloat16MatricesStayBfloat16AndComputeAsIfWidened)
   const at::Tensor ids = at::arange(config.vocab_size);
   EXPECT_EQ(bf16->Embed(ids).scalar_type(), at::kFloat);
   EXPECT_TRUE(at::equal(bf16->Embed(ids), f32->Embed(ids).to(at::kBFloat16).to(at::kFloat)));
-  // Every path gives what the reference gives with the weights widened to float32.
+  // Every path gives what the reference gives with the weights widened to float32: float32 both
+  // ways, but the reference runs the delta rule in its chunked WY form (a triangular solve per
+  // chunk) where the kernels run the recurrence, as DecodeAndBlockAgreeWithPrefill compares paths
+  // (measured up to 1.03e-4 with PyPI's LibTorch 2.11 and its MKL). Activations rounded to bf16
+  // on the way would differ by orders of magnitude more (up to 3.7 on the dense fixture's logits).
   const std::vector<int64_t> prompt = SomeIds(90, config.vocab_size);
   const PathLogits kernels = RunAllPaths(*bf16, prompt, 70);
   ops::UseReferenceOnly(true);
   const PathLogits reference = RunAllPaths(*bf16, prompt, 70);
   ops::UseReferenceOnly(false);
-  EXPECT_TRUE(AllClose(kernels.prefill, reference.prefill, 1e-4));
-  EXPECT_TRUE(AllClose(kernels.decode, reference.decode, 1e-4));
-  EXPECT_TRUE(AllClose(kernels.block, reference.block, 1e-4));
+  EXPECT_TRUE(AllClose(kernels.prefill, reference.prefill, 1e-3));
+  EXPECT_TRUE(AllClose(kernels.decode, reference.decode, 1e-3));
+  EXPECT_TRUE(AllClose(kernels.block, reference.block, 1e-3));
 }
 
 TEST_F(CheckpointLayoutsTest, MisShapedTensorIsNamedWithBothShapes) {

@@ -1,0 +1,25 @@
+# PyPI's LibTorch ships the protobuf 3 headers it was built with in its include directory, where
+# they would shadow the system protobuf that gRPC's generated code needs (a service translation
+# unit includes both). LibTorch's API never includes them, so every torch target gets a mirror of
+# that directory without google/: links to each of its other entries, made at configure time.
+function(specd_hide_torch_protobuf_headers)
+  set(torch_include "${TORCH_INSTALL_PREFIX}/include")
+  if(NOT EXISTS "${torch_include}/google/protobuf")
+    return()
+  endif()
+  set(mirror "${PROJECT_BINARY_DIR}/torch-include")
+  file(REMOVE_RECURSE "${mirror}")
+  file(MAKE_DIRECTORY "${mirror}")
+  file(GLOB entries RELATIVE "${torch_include}" "${torch_include}/*")
+  list(REMOVE_ITEM entries google)
+  foreach(entry IN LISTS entries)
+    file(CREATE_LINK "${torch_include}/${entry}" "${mirror}/${entry}" SYMBOLIC)
+  endforeach()
+  foreach(target IN ITEMS torch torch_cpu torch_cuda c10 c10_cuda)
+    if(TARGET ${target})
+      get_target_property(dirs ${target} INTERFACE_INCLUDE_DIRECTORIES)
+      list(TRANSFORM dirs REPLACE "^${torch_include}$" "${mirror}")
+      set_target_properties(${target} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${dirs}")
+    endif()
+  endforeach()
+endfunction()
