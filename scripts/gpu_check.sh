@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs on a CUDA machine (the device tool): builds the engine alone against the carried
 # .cache/gpu-bundle (scripts/gpu_bundle.sh) and, when present, the CUDA LibTorch of the local
-# PyTorch; runs the gpu-labelled tests and the W4A16 GEMM benchmark; prints a short table and
-# the benchmark's table last. Full logs go to $OUT (or logs/).
+# PyTorch; runs the gpu-labelled tests, the op table's backend checks (CUDA's among them) and the
+# W4A16 GEMM benchmark; prints a short table and the benchmark's table last. Full logs go to $OUT (or logs/).
 #   device run: bash scripts/gpu_check.sh      (carry: .cache/gpu-bundle)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -29,13 +29,16 @@ arch="${CUDA_ARCH:-90}"
 step configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPECD_ENGINE_ONLY=ON \
   "-DCMAKE_PREFIX_PATH=$prefix" \
   "-DCMAKE_CUDA_ARCHITECTURES=$arch" "-DTORCH_CUDA_ARCH_LIST=${arch%?}.${arch: -1}"
-step build cmake --build build-gpu -j "$(nproc)"
+# Only what the check runs: the gpu-labelled tests, the op table's backend checks, the benchmark.
+step build cmake --build build-gpu -j "$(nproc)" --target kernels_cuda_test model_on_cuda_test \
+  specd_model_ops_test w4a16_gemm_gpu_bench
 step gpu-tests ctest --test-dir build-gpu -L gpu --output-on-failure
+step backend-ops ctest --test-dir build-gpu -R '^BackendOpsTest[.]' --output-on-failure
 step w4a16-bench build-gpu/tests/gpu/w4a16_gemm_gpu_bench
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"$logs/device.txt" 2>&1
 
 echo "== specd gpu check ($(cat "$logs/device.txt")) =="
 printf '%s\n' "${results[@]}"
-grep -hE 'tests passed|Skipped|Failed' "$logs/gpu-tests.log" || true
+grep -hE 'tests passed|Skipped|Failed' "$logs/gpu-tests.log" "$logs/backend-ops.log" || true
 echo "== W4A16 GEMM vs cuBLAS ($logs/w4a16-bench.log) =="
 cat "$logs/w4a16-bench.log"

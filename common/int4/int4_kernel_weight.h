@@ -44,11 +44,16 @@ class Int4KernelWeight {
   // Resident bytes of the weight: packed words, scales and zero points.
   int64_t ByteSize() const;
 
+  // Exact activations only (int8 ones hold the VNNI layout instead): the packed words, scales and
+  // zero points with the columns sorted by group, and the input column each sorted one reads
+  // (empty: its own). What a device copy is made from (common/model/ops/int4_tensors.h).
+  kernels::cpu::Int4Matrix Matrix() const;
+  const std::vector<int32_t>& input_order() const { return input_order_; }
+
  private:
   Int4KernelWeight() = default;
   // The packed words, scales and zero points for exact activations, sorted by group.
   static absl::StatusOr<Int4KernelWeight> PrepareExact(const PackedInt4Weight& weight);
-  kernels::cpu::Int4Matrix Matrix() const;
 
   int64_t rows_ = 0;
   int64_t cols_ = 0;

@@ -79,13 +79,6 @@ Linear WeightReader::Projection(std::string_view module, int64_t rows, int64_t c
     return Linear(full_name, Matrix(std::string(module) + ".weight", rows, cols));
   const std::vector<int64_t> shape = {rows, cols};
   if (!status_.ok()) return Linear(full_name, Fail(status_, shape, options_.dtype));
-  if (!options_.device.is_cpu()) {
-    return Linear(full_name,
-                  Fail(absl::FailedPreconditionError(absl::StrCat(
-                           full_name, " is W4A16: W4A16 runs on the CPU kernel only for now, not ",
-                           options_.device.str())),
-                       shape, options_.dtype));
-  }
   absl::StatusOr<quant::PackedInt4Weight> packed =
       quant::LoadPackedInt4Weight(checkpoint_, full_name);
   if (!packed.ok()) return Linear(full_name, Fail(packed.status(), shape, options_.dtype));
@@ -107,15 +100,26 @@ Linear WeightReader::Projection(std::string_view module, int64_t rows, int64_t c
     parameters_.push_back({full_name + ".weight", linear->weight(), linear});
     return Linear(full_name, std::shared_ptr<const FakeQuantLinear>(linear));
   }
+  const auto failed = [&](const absl::Status& status) {
+    return Linear(full_name,
+                  Fail(absl::Status(status.code(), absl::StrCat(full_name, ": ", status.message())),
+                       shape, options_.dtype));
+  };
+  // Off the CPU the weight is uploaded from the exact layout: int8 activations are the CPU's.
+  const bool on_cpu = options_.device.is_cpu();
+  if (!on_cpu && options_.int4_activations != quant::Int4Activations::kExact) {
+    return failed(absl::InvalidArgumentError(absl::StrCat(
+        "int8 activations are a CPU mode; on ", options_.device.str(), " W4A16 takes bf16 ones")));
+  }
   absl::StatusOr<quant::Int4KernelWeight> kernel =
       quant::Int4KernelWeight::Prepare(*packed, options_.int4_activations);
-  if (!kernel.ok()) {
-    return Linear(full_name,
-                  Fail(absl::Status(kernel.status().code(),
-                                    absl::StrCat(full_name, ": ", kernel.status().message())),
-                       shape, options_.dtype));
+  if (!kernel.ok()) return failed(kernel.status());
+  if (on_cpu) {
+    return Linear(full_name, std::make_shared<const quant::Int4KernelWeight>(*std::move(kernel)));
   }
-  return Linear(full_name, std::make_shared<const quant::Int4KernelWeight>(*std::move(kernel)));
+  absl::StatusOr<ops::Int4Tensors> on_device = ops::Int4Tensors::Upload(*kernel, options_.device);
+  if (!on_device.ok()) return failed(on_device.status());
+  return Linear(full_name, std::make_shared<const ops::Int4Tensors>(*std::move(on_device)));
 }
 
 at::Tensor WeightReader::Matrix(std::string_view name, int64_t rows, int64_t cols) {

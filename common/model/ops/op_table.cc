@@ -4,6 +4,9 @@
 #include <cstddef>
 
 #include "common/model/ops/cpu_backend.h"
+#ifdef SPECD_CUDA_BACKEND
+#include "common/model/ops/cuda_backend.h"
+#endif
 
 namespace specd::model::ops {
 namespace {
@@ -18,6 +21,7 @@ OpTable Merged(const OpTable& backend) {
   };
   take(merged.project, backend.project);
   take(merged.project_int4, backend.project_int4);
+  take(merged.project_int4_tensors, backend.project_int4_tensors);
   take(merged.project_int8, backend.project_int8);
   take(merged.recurrent_gated_delta_rule, backend.recurrent_gated_delta_rule);
   take(merged.chunked_gated_delta_rule, backend.chunked_gated_delta_rule);
@@ -53,7 +57,11 @@ Dispatch& TheDispatch() {
 }  // namespace
 
 std::span<const Backend> Backends() {
+#ifdef SPECD_CUDA_BACKEND
+  static const std::array<Backend, 2> backends = {CpuBackend(), CudaBackend()};
+#else
   static const std::array<Backend, 1> backends = {CpuBackend()};
+#endif
   return backends;
 }
 

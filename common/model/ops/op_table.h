@@ -18,6 +18,7 @@ namespace specd::model::ops {
 struct OpTable {
   at::Tensor (*project)(const at::Tensor& x, const at::Tensor& weight) = nullptr;
   at::Tensor (*project_int4)(const at::Tensor& x, const quant::Int4KernelWeight& weight) = nullptr;
+  at::Tensor (*project_int4_tensors)(const at::Tensor& x, const Int4Tensors& weight) = nullptr;
   at::Tensor (*project_int8)(const at::Tensor& x, const kernels::cpu::VnniMatrix& weight) = nullptr;
   at::Tensor (*recurrent_gated_delta_rule)(const at::Tensor& q, const at::Tensor& k,
                                            const at::Tensor& v, const at::Tensor& g,

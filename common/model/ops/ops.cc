@@ -16,6 +16,12 @@ at::Tensor ProjectInt4(const at::Tensor& x, const quant::Int4KernelWeight& weigh
   return OpsFor(x.device().type()).project_int4(x, weight);
 }
 
+at::Tensor ProjectInt4(const at::Tensor& x, const Int4Tensors& weight) {
+  TORCH_CHECK(x.size(-1) == weight.cols(), "W4A16 projection expects ", weight.cols(),
+              " input features, got ", x.size(-1));
+  return OpsFor(x.device().type()).project_int4_tensors(x, weight);
+}
+
 at::Tensor ProjectInt8(const at::Tensor& x, const kernels::cpu::VnniMatrix& weight) {
   TORCH_CHECK(x.size(-1) == weight.cols, "int8 projection expects ", weight.cols,
               " input features, got ", x.size(-1));

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "common/int4/int4_kernel_weight.h"
+#include "common/model/ops/int4_tensors.h"
 #include "kernels/cpu/vnni_gemm.h"
 
 namespace specd::model::ops {
@@ -23,6 +24,8 @@ at::Tensor Project(const at::Tensor& x, const at::Tensor& weight);
 // y = x Wᵀ for a W4A16 weight (INT4 codes with group scales, laid out at load): x [..., in] →
 // [..., out] in x's dtype.
 at::Tensor ProjectInt4(const at::Tensor& x, const quant::Int4KernelWeight& weight);
+// The same for a W4A16 weight held in tensors on x's device (a GPU's; int4_tensors.h).
+at::Tensor ProjectInt4(const at::Tensor& x, const Int4Tensors& weight);
 // y = x Wᵀ for a weight rounded to 8 bits per row (the optional int8 LM head), in the layout the
 // CPU's VNNI kernel reads (kernels/cpu/vnni_gemm.h): x [..., in] float32 → [..., out] float32.
 at::Tensor ProjectInt8(const at::Tensor& x, const kernels::cpu::VnniMatrix& weight);

@@ -34,6 +34,25 @@ at::Tensor ProjectInt4(const at::Tensor& x, const quant::Int4KernelWeight& weigh
   return at::linear(x.to(at::kFloat), w).to(x.scalar_type());
 }
 
+// The codes unpacked and scaled by tensor ops on the weight's device, x gathered into the
+// weight's column order.
+at::Tensor ProjectInt4Tensors(const at::Tensor& x, const Int4Tensors& weight) {
+  const at::Tensor shifts = at::arange(0, 32, 4, weight.packed.options());
+  at::Tensor codes =
+      at::bitwise_and(at::bitwise_right_shift(weight.packed.unsqueeze(-1), shifts), 15)
+          .view({weight.rows(), weight.cols()})
+          .to(at::kFloat) -
+      quant::kInt4NibbleOffset;
+  if (weight.zero_points.defined()) {
+    codes -= weight.zero_points.to(at::kFloat).repeat_interleave(weight.group_size, 1);
+  }
+  const at::Tensor dense =
+      codes * weight.scales.to(at::kFloat).repeat_interleave(weight.group_size, 1);
+  const at::Tensor input =
+      weight.input_order.defined() ? x.index_select(-1, weight.input_order) : x;
+  return at::linear(input.to(at::kFloat), dense).to(x.scalar_type());
+}
+
 at::Tensor ProjectInt8(const at::Tensor& x, const kernels::cpu::VnniMatrix& weight) {
   std::vector<float> dense = kernels::cpu::Dequantize(weight);
   const at::Tensor w = at::from_blob(dense.data(), {weight.rows, weight.cols}, at::kFloat)
@@ -208,6 +227,7 @@ at::Tensor CausalConv1d(const at::Tensor& x, const at::Tensor& weight, const at:
 const OpTable& ReferenceOps() {
   static const OpTable table{.project = &composition::Project,
                              .project_int4 = &composition::ProjectInt4,
+                             .project_int4_tensors = &composition::ProjectInt4Tensors,
                              .project_int8 = &composition::ProjectInt8,
                              .recurrent_gated_delta_rule = &composition::RecurrentGatedDeltaRule,
                              .chunked_gated_delta_rule = &composition::ChunkedGatedDeltaRule,

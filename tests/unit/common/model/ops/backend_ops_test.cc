@@ -138,6 +138,50 @@ TEST(BackendOpsTest, Int4Projection) {
   });
 }
 
+// A W4A16 weight held in tensors (a GPU's layout, int4_tensors.h) holds what the host layout
+// holds: on the CPU the reference multiplies by both alike, act order and zero points included.
+TEST(Int4TensorsTest, HoldWhatTheHostLayoutHolds) {
+  std::mt19937 rng(29);
+  for (const Int4Case& c : Int4Cases()) {
+    if (c.layout.rows * c.layout.cols > 1 << 20) continue;  // the small, ragged ones
+    SCOPED_TRACE(::testing::Message()
+                 << c.layout.rows << "×" << c.layout.cols << ", group " << c.layout.group_size);
+    const absl::StatusOr<quant::Int4KernelWeight> weight =
+        quant::Int4KernelWeight::Prepare(quant::testing::RandomPackedWeight(c.layout, rng));
+    ASSERT_TRUE(weight.ok()) << weight.status();
+    const absl::StatusOr<Int4Tensors> tensors = Int4Tensors::Upload(*weight, at::kCPU);
+    ASSERT_TRUE(tensors.ok()) << tensors.status();
+    EXPECT_EQ(tensors->rows(), c.layout.rows);
+    EXPECT_EQ(tensors->cols(), c.layout.cols);
+    EXPECT_EQ(tensors->input_order.defined(), c.layout.act_order);
+    const at::Tensor x = at::randn({c.rows, c.layout.cols});
+    EXPECT_TRUE(Close(ProjectInt4(x, *tensors), ReferenceOps().project_int4(x, *weight), 1e-5));
+  }
+}
+
+// The device layout's projection on bf16 activations, a GPU model's dtype. The output is bf16
+// (half an ulp is 2^-9 ≈ 0.2 % of a value) and the kernel rounds each dequantised weight to bf16
+// too: 1e-2 of the largest output bounds both.
+TEST(BackendOpsTest, Int4ProjectionOfTensorsOnBfloat16) {
+  const std::vector<Int4Case> cases = Int4Cases();
+  ForEachBackend(&OpTable::project_int4_tensors, [&](const Backend& backend) {
+    std::mt19937 rng(31);
+    for (const Int4Case& c : cases) {
+      SCOPED_TRACE(::testing::Message() << c.rows << "×" << c.layout.cols << " → " << c.layout.rows
+                                        << ", group " << c.layout.group_size);
+      const absl::StatusOr<quant::Int4KernelWeight> weight =
+          quant::Int4KernelWeight::Prepare(quant::testing::RandomPackedWeight(c.layout, rng));
+      ASSERT_TRUE(weight.ok()) << weight.status();
+      const absl::StatusOr<Int4Tensors> tensors = Int4Tensors::Upload(*weight, backend.device);
+      ASSERT_TRUE(tensors.ok()) << tensors.status();
+      const at::Tensor x = at::randn({c.rows, c.layout.cols}).to(at::kBFloat16);
+      const at::Tensor y = backend.ops.project_int4_tensors(On(x, backend), *tensors);
+      EXPECT_EQ(y.scalar_type(), at::kBFloat16);
+      EXPECT_TRUE(Close(y, ReferenceOps().project_int4(x.to(at::kFloat), *weight), 1e-2));
+    }
+  });
+}
+
 // W4A8: the same weights on activations rounded to int8 per block of 32, against the exact
 // projection. The error is the rounding's: about 0.3 % of the largest output on the 4B shapes,
 // up to 1.3 % where a few outputs make the largest one small (seen over unseeded runs).
@@ -214,8 +258,13 @@ TEST(OpsTest, ProjectionsRefuseAnInputOfTheWrongWidth) {
   const at::Tensor weight = at::randn({16, 64});
   const kernels::cpu::VnniMatrix int8 = kernels::cpu::QuantizeRowsForVnni(
       {.data = weight.data_ptr(), .bf16 = false, .rows = 16, .cols = 64});
+  const absl::StatusOr<Int4Tensors> int4_tensors = Int4Tensors::Upload(*int4, at::kCPU);
+  ASSERT_TRUE(int4_tensors.ok()) << int4_tensors.status();
   const at::Tensor x = at::randn({2, 96});
   EXPECT_THAT([&] { ProjectInt4(x, *int4); },
+              ::testing::ThrowsMessage<c10::Error>(
+                  ::testing::HasSubstr("W4A16 projection expects 64 input features, got 96")));
+  EXPECT_THAT([&] { ProjectInt4(x, *int4_tensors); },
               ::testing::ThrowsMessage<c10::Error>(
                   ::testing::HasSubstr("W4A16 projection expects 64 input features, got 96")));
   EXPECT_THAT([&] { ProjectInt8(x, int8); },

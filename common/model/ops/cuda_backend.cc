@@ -1,0 +1,131 @@
+// The kernels/cuda backend: turns CUDA tensors into device pointers, shapes and the current
+// stream, and hands a case the kernels do not cover (another dtype, a gradient to record) to the
+// reference, which runs on the device through LibTorch (cuBLAS for its products).
+#include "common/model/ops/cuda_backend.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <vector>
+
+#include "kernels/cuda/gated_delta_rule.h"
+#include "kernels/cuda/w4a16_gemm.h"
+
+namespace specd::model::ops {
+namespace {
+namespace kernels_cuda {
+
+// Whether the kernels take these inputs: `dtype`, and no gradient to record.
+bool KernelsTake(at::ScalarType dtype, std::initializer_list<const at::Tensor*> tensors) {
+  for (const at::Tensor* tensor : tensors) {
+    if (tensor->scalar_type() != dtype) return false;
+    if (tensor->requires_grad() && at::GradMode::is_enabled()) return false;
+  }
+  return true;
+}
+
+cudaStream_t CurrentStream() { return c10::cuda::getCurrentCUDAStream().stream(); }
+
+// Rows the W4A16 kernel multiplies in one read of the weight; more run as a bf16 weight
+// dequantised once and a cuBLAS GEMM (prefill chunks), where the products, not the bytes, bound.
+constexpr int64_t kInt4KernelRows = 32;
+
+// bf16 activations (the model's dtype on a GPU) against the weight resident on their device.
+at::Tensor ProjectInt4Tensors(const at::Tensor& x, const Int4Tensors& weight) {
+  if (!KernelsTake(at::kBFloat16, {&x})) return ReferenceOps().project_int4_tensors(x, weight);
+  const c10::cuda::CUDAGuard on_device(x.device());
+  at::Tensor input =
+      weight.input_order.defined() ? x.index_select(-1, weight.input_order) : x.contiguous();
+  // The kernel loads x 16 bytes at a time: a view into a larger buffer may start in between.
+  if (reinterpret_cast<std::uintptr_t>(input.data_ptr()) % 16 != 0) input = input.clone();
+  const int64_t rows = input.numel() / weight.cols();
+  const kernels::cuda::Int4MatrixDevice matrix{
+      .packed = weight.packed.data_ptr<int32_t>(),
+      .scales = reinterpret_cast<const __nv_bfloat16*>(weight.scales.data_ptr<at::BFloat16>()),
+      .zero_points = weight.zero_points.defined() ? weight.zero_points.data_ptr<int8_t>() : nullptr,
+      .rows = weight.rows(),
+      .cols = weight.cols(),
+      .group_size = weight.group_size};
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = weight.rows();
+  if (rows > kInt4KernelRows) {
+    at::Tensor dense = at::empty({weight.rows(), weight.cols()}, x.options());
+    C10_CUDA_CHECK(kernels::cuda::DequantizeToBf16(
+        matrix, reinterpret_cast<__nv_bfloat16*>(dense.data_ptr<at::BFloat16>()), CurrentStream()));
+    return at::matmul(input, dense.t()).view(shape);
+  }
+  at::Tensor y = at::empty(shape, x.options());
+  C10_CUDA_CHECK(kernels::cuda::W4A16Gemm(
+      reinterpret_cast<const __nv_bfloat16*>(input.data_ptr<at::BFloat16>()), rows, matrix,
+      reinterpret_cast<__nv_bfloat16*>(y.data_ptr<at::BFloat16>()), CurrentStream()));
+  return y;
+}
+
+// The fused recurrent kernel for every length, as on the CPU: a decode step, a verify block, a
+// prefill chunk and a replay make the same arithmetic per token, so a sequence's output does not
+// depend on how its tokens were grouped into forwards.
+bool DeltaRuleKernel(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                     const at::Tensor& g, const at::Tensor& beta, const at::Tensor& initial_state,
+                     at::Tensor& final_state, at::Tensor& out) {
+  const kernels::cuda::DeltaRuleShape shape{
+      .tokens = q.size(0), .heads = q.size(1), .key_dim = q.size(2), .value_dim = v.size(2)};
+  if (!KernelsTake(at::kFloat, {&q, &k, &v, &g, &beta, &initial_state, &final_state}) ||
+      !final_state.is_contiguous() || !kernels::cuda::DeltaRuleTakes(shape)) {
+    return false;
+  }
+  TORCH_CHECK(
+      k.sizes() == q.sizes() && v.size(0) == shape.tokens && v.size(1) == shape.heads &&
+          g.sizes() == at::IntArrayRef({shape.tokens, shape.heads}) && beta.sizes() == g.sizes() &&
+          final_state.sizes() == at::IntArrayRef({shape.heads, shape.key_dim, shape.value_dim}) &&
+          initial_state.sizes() == final_state.sizes(),
+      "GatedDeltaRule: inconsistent shapes");
+  const c10::cuda::CUDAGuard on_device(q.device());
+  const at::Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
+  const at::Tensor gc = g.contiguous(), bc = beta.contiguous(), sc = initial_state.contiguous();
+  out = at::empty({shape.tokens, shape.heads, shape.value_dim}, v.options());
+  C10_CUDA_CHECK(kernels::cuda::RecurrentGatedDeltaRule(
+      shape, qc.data_ptr<float>(), kc.data_ptr<float>(), vc.data_ptr<float>(), gc.data_ptr<float>(),
+      bc.data_ptr<float>(), sc.data_ptr<float>(), final_state.data_ptr<float>(),
+      out.data_ptr<float>(), CurrentStream()));
+  return true;
+}
+
+at::Tensor RecurrentGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                   const at::Tensor& g, const at::Tensor& beta,
+                                   const at::Tensor& initial_state, at::Tensor& final_state) {
+  if (at::Tensor out; DeltaRuleKernel(q, k, v, g, beta, initial_state, final_state, out)) {
+    return out;
+  }
+  return ReferenceOps().recurrent_gated_delta_rule(q, k, v, g, beta, initial_state, final_state);
+}
+
+at::Tensor ChunkedGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                 const at::Tensor& g, const at::Tensor& beta,
+                                 const at::Tensor& initial_state, at::Tensor& final_state,
+                                 int64_t chunk_size) {
+  if (at::Tensor out; DeltaRuleKernel(q, k, v, g, beta, initial_state, final_state, out)) {
+    return out;
+  }
+  return ReferenceOps().chunked_gated_delta_rule(q, k, v, g, beta, initial_state, final_state,
+                                                 chunk_size);
+}
+
+}  // namespace kernels_cuda
+}  // namespace
+
+const Backend& CudaBackend() {
+  static const Backend backend{
+      .name = "cuda",
+      .device = c10::DeviceType::CUDA,
+      .ops = {.project_int4_tensors = &kernels_cuda::ProjectInt4Tensors,
+              .recurrent_gated_delta_rule = &kernels_cuda::RecurrentGatedDeltaRule,
+              .chunked_gated_delta_rule = &kernels_cuda::ChunkedGatedDeltaRule}};
+  return backend;
+}
+
+}  // namespace specd::model::ops

@@ -1,0 +1,108 @@
+// The model and the engine on a GPU, bf16 (the model dtype there): the fixtures predict what
+// transformers predicts, a verify block on a warm cache computes what one prefill does, and greedy
+// speculative output is target-only output token for token. Skipped without a CUDA device.
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+
+#include <cstdint>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "common/engine/generator.h"
+#include "common/io/safetensors_file.h"
+#include "common/model/dflash_drafter.h"
+#include "common/model/qwen35_model.h"
+#include "gtest/gtest.h"
+#include "tests/support/paths.h"
+#include "tests/unit/common/engine/engine_fixture.h"
+#include "tests/unit/common/model/tensor_matchers.h"
+
+namespace specd::engine::testing {
+namespace {
+
+model::ModelOptions OnCuda() { return {.device = c10::kCUDA, .dtype = c10::kBFloat16}; }
+
+class ModelOnCudaTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device";
+    absl::StatusOr<model::Qwen35Model> target =
+        model::Qwen35Model::Load(FixtureDir(GetParam()), OnCuda());
+    ASSERT_TRUE(target.ok()) << target.status();
+    target_ = std::make_unique<model::Qwen35Model>(*std::move(target));
+    absl::StatusOr<io::SafetensorsFile> reference =
+        io::SafetensorsFile::Open(FixtureDir(GetParam()) / "reference.safetensors");
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    reference_ = std::make_unique<io::SafetensorsFile>(*std::move(reference));
+    const at::Tensor ids = model::testing::ReferenceTensor(*reference_, "input_ids");
+    ids_.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+  }
+
+  // Logits for every position of ids_[begin, end), on a cache that already holds ids_[0, begin).
+  at::Tensor Logits(model::Qwen35Cache& cache, int64_t begin, int64_t end) {
+    const std::vector<int64_t> ids(ids_.begin() + begin, ids_.begin() + end);
+    const model::ForwardOptions all{.logit_rows = model::LogitRows::kAll, .hidden_states = {}};
+    absl::StatusOr<model::ForwardOutput> out =
+        begin == 0 ? target_->Prefill(ids, cache, all) : target_->ForwardBlock(ids, cache, all);
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? out->logits.to(at::kCPU, at::kFloat) : at::Tensor();
+  }
+
+  std::unique_ptr<model::Qwen35Model> target_;
+  std::unique_ptr<io::SafetensorsFile> reference_;
+  std::vector<int64_t> ids_;
+};
+
+// As bf16 activations on the CPU predict (W4A16FixtureTest.Bfloat16ActivationsPredictLikeFloat32).
+TEST_P(ModelOnCudaTest, PredictsWhatTransformersPredicts) {
+  absl::StatusOr<model::Qwen35Cache> cache = target_->NewCache(256);
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  const at::Tensor logits = Logits(*cache, 0, static_cast<int64_t>(ids_.size()));
+  const at::Tensor expected = model::testing::ReferenceTensor(*reference_, "prefill_logits");
+  const double agreement =
+      logits.argmax(-1).eq(expected.argmax(-1)).to(at::kDouble).mean().item<double>();
+  std::cout << GetParam() << " on CUDA: max |dlogit| "
+            << model::testing::MaxAbsDiff(logits, expected) << ", argmax agreement " << agreement
+            << "\n";
+  EXPECT_GE(agreement, 0.9);
+}
+
+// Prefill of 100 tokens, then a 16-token verify block on that cache: the same predictions as one
+// prefill of all 116 (both are bf16; the delta rule makes the same arithmetic per token).
+TEST_P(ModelOnCudaTest, AVerifyBlockOnAWarmCachePredictsWhatOnePrefillDoes) {
+  absl::StatusOr<model::Qwen35Cache> whole = target_->NewCache(256);
+  absl::StatusOr<model::Qwen35Cache> split = target_->NewCache(256);
+  ASSERT_TRUE(whole.ok() && split.ok());
+  const at::Tensor expected = Logits(*whole, 0, 116).narrow(0, 100, 16);
+  ASSERT_TRUE(Logits(*split, 0, 100).defined());
+  const at::Tensor block = Logits(*split, 100, 116);
+  std::cout << GetParam() << " on CUDA: block vs prefill max |dlogit| "
+            << model::testing::MaxAbsDiff(block, expected) << "\n";
+  EXPECT_TRUE(block.argmax(-1).equal(expected.argmax(-1)));
+}
+
+TEST_P(ModelOnCudaTest, GreedySpeculativeOutputIsTargetOnlys) {
+  absl::StatusOr<model::DFlashDrafter> drafter =
+      model::DFlashDrafter::Load(FixtureDir("dflash-tiny-a"), OnCuda());
+  const std::unique_ptr<DFlashBlockDrafter> block = BlockDrafter(std::move(drafter), *target_);
+  ASSERT_NE(block, nullptr);
+  for (const int64_t prompt_length : {1, 40}) {
+    const GenerationRequest request = Request(
+        std::vector<int64_t>(ids_.begin(), ids_.begin() + prompt_length), /*max_new_tokens=*/32);
+    const GenerationResult speculative =
+        Speculative(*target_, *block, request, nullptr, nullptr,
+                    {.block_size = 8, .window = 0, .min_confidence = 0});
+    EXPECT_EQ(speculative.ids, TargetOnly(*target_, request).ids) << "prompt of " << prompt_length;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ModelOnCudaTest,
+                         ::testing::Values("qwen35-tiny-a", "qwen35-tiny-a-w4a16"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param == "qwen35-tiny-a" ? std::string("Dense")
+                                                                : std::string("W4A16");
+                         });
+
+}  // namespace
+}  // namespace specd::engine::testing
