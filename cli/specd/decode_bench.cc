@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "cli/specd/commands.h"
-#include "cli/specd/cpu_kernel_options.h"
+#include "cli/specd/model_options_flags.h"
 #include "cli/specd/weight_footprint.h"
 #include "common/model/ops/cpu_backend.h"
 #include "common/model/ops/op_table.h"
@@ -45,7 +45,7 @@ struct DecodeBenchFlags {
   uint64_t seed = 0;
   int64_t block = 16;                 // rows of the verify block timed against a decode step
   int64_t batch = 0;                  // sequences of a batched decode step timed against it, if any
-  model::ModelOptions model_options;  // --int4-activations, --lm-head
+  model::ModelOptions model_options;  // --device, --dtype, --int4-activations, --lm-head
 };
 
 // Bytes/s of the best of a few ParallelCopy runs over buffers far larger than the last-level
@@ -272,7 +272,7 @@ void AddDecodeBench(CLI::App& bench) {
                    "Also time a decode step of this many sequences in one forward, each with its "
                    "own cache of the prompt (as many prefills first)")
       ->check(CLI::PositiveNumber);
-  AddCpuKernelOptions(*command, flags->model_options);
+  AddModelOptions(*command, flags->model_options);
   command->callback([command, flags] { RunOrExit(*command, [&] { return BenchDecode(*flags); }); });
 }
 

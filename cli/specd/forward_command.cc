@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/specd/commands.h"
+#include "cli/specd/model_options_flags.h"
 #include "cli/specd/token_id_list.h"
 #include "common/io/safetensors_writer.h"
 #include "common/model/qwen35_model.h"
@@ -24,29 +25,8 @@ struct ForwardFlags {
   bool hidden_states = false;
   std::optional<int64_t> split;
   std::optional<int64_t> block_length;
-  std::string device = "cpu";
-  std::string dtype;  // by device when empty: float32 on the CPU, bfloat16 on CUDA
+  model::ModelOptions model_options;  // --device, --dtype, --int4-activations, --lm-head
 };
-
-absl::StatusOr<model::ModelOptions> ParseModelOptions(const ForwardFlags& flags) {
-  model::ModelOptions options;
-  try {
-    options.device = c10::Device(flags.device);
-  } catch (const c10::Error&) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--device: \"", flags.device, "\" is not a device"));
-  }
-  const std::string dtype =
-      !flags.dtype.empty() ? flags.dtype : (options.device.is_cuda() ? "bfloat16" : "float32");
-  if (dtype == "float32") {
-    options.dtype = at::kFloat;
-  } else if (dtype == "bfloat16") {
-    options.dtype = at::kBFloat16;
-  } else {
-    return absl::InvalidArgumentError("--dtype: expected float32 or bfloat16");
-  }
-  return options;
-}
 
 // The tensors to write: logits and optionally hidden states, all float32 on the CPU.
 struct Outputs {
@@ -118,9 +98,8 @@ io::TensorView Float32View(const std::string& name, const at::Tensor& tensor) {
 absl::Status Forward(const ForwardFlags& flags) {
   absl::StatusOr<std::vector<int64_t>> ids = ParseIdList(flags.ids, "--ids");
   if (!ids.ok()) return ids.status();
-  absl::StatusOr<model::ModelOptions> options = ParseModelOptions(flags);
-  if (!options.ok()) return options.status();
-  absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(flags.model, *options);
+  absl::StatusOr<model::Qwen35Model> target =
+      model::Qwen35Model::Load(flags.model, flags.model_options);
   if (!target.ok()) return target.status();
   absl::StatusOr<Outputs> outputs = RunPaths(*target, *ids, flags);
   if (!outputs.ok()) return outputs.status();
@@ -157,9 +136,7 @@ void AddForwardCommand(CLI::App& app) {
                    "With --split N: feed ids[N:N+B] as one block on the warm cache instead")
       ->needs(split);
   hidden->excludes(split);
-  command->add_option("--device", flags->device, "cpu, cuda, cuda:1, ...")->capture_default_str();
-  command->add_option("--dtype", flags->dtype,
-                      "float32 or bfloat16 (default: float32 on the CPU, bfloat16 on CUDA)");
+  AddModelOptions(*command, flags->model_options);
   command->callback([command, flags] { RunOrExit(*command, [&] { return Forward(*flags); }); });
 }
 

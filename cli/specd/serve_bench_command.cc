@@ -35,7 +35,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/specd/commands.h"
-#include "cli/specd/cpu_kernel_options.h"
+#include "cli/specd/model_options_flags.h"
 #include "common/engine/in_process_ports.h"
 #include "common/model/qwen35_model.h"
 #include "common/model/token_head.h"
@@ -71,7 +71,7 @@ struct ServeBenchFlags {
   int64_t batch_delay_us = 2000;  // BatchingOptions::max_delay
   std::vector<std::string> sweep = {"embedded", "distributed"};
   int64_t cache_memory = 0;           // bytes; 0: engine::DefaultCacheBudget()
-  model::ModelOptions model_options;  // --int4-activations, --lm-head
+  model::ModelOptions model_options;  // --device, --dtype, --int4-activations, --lm-head
 };
 
 // The most cache memory reserved since the last Reset.
@@ -470,7 +470,7 @@ void AddServeBench(CLI::App& bench) {
                    "how long a step waits for sessions still to come (at least; a quarter of the "
                    "last forward's time if longer)")
       ->capture_default_str();
-  AddCpuKernelOptions(*command, flags->model_options);
+  AddModelOptions(*command, flags->model_options);
   command
       ->add_option("--cache-memory", flags->cache_memory,
                    "the sessions' cache memory, e.g. 2GiB (default: half of what is free)")

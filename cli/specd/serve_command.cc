@@ -28,7 +28,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "cli/specd/commands.h"
-#include "cli/specd/cpu_kernel_options.h"
+#include "cli/specd/model_options_flags.h"
 #include "common/engine/in_process_ports.h"
 #include "common/io/qwen35_checkpoint_config.h"
 #include "common/metrics/http_endpoint.h"
@@ -78,7 +78,8 @@ struct ServeFlags {
   // verifier, drafter: the caches' memory
   int64_t cache_memory = 0;  // bytes; 0: engine::DefaultCacheBudget() once the weights are loaded
   int64_t cache_block_tokens = 16;
-  model::ModelOptions model_options;  // verifier, drafter: --int4-activations, --lm-head
+  // verifier, drafter: --device, --dtype, --int4-activations, --lm-head
+  model::ModelOptions model_options;
   // drafter
   std::string drafter;
   std::string target;
@@ -672,7 +673,7 @@ void AddServeCommand(CLI::App& app) {
       ->add_option("--cache-block-tokens", flags->cache_block_tokens,
                    "verifier, drafter: sessions reserve cache memory in blocks of this many tokens")
       ->capture_default_str();
-  AddCpuKernelOptions(*serve, flags->model_options, "verifier, drafter: ");
+  AddModelOptions(*serve, flags->model_options, "verifier, drafter: ");
   serve
       ->add_option("--session-idle-timeout", flags->session_idle_timeout_s,
                    "verifier, drafter: seconds before an untouched session is dropped")
