@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/specd/commands.h"
+#include "cli/specd/model_options_flags.h"
 #include "cli/specd/token_id_list.h"
 #include "common/engine/drafter_factory.h"
 #include "common/engine/generator.h"
@@ -42,7 +43,8 @@ struct GenerateFlags {
   int64_t draft_window = 0;
   bool speculation_guard = true;
   bool rejection_sampling = false;
-  int64_t logprobs = -1;  // -1: none
+  int64_t logprobs = -1;              // -1: none
+  model::ModelOptions model_options;  // --device, --dtype, --int4-activations, --lm-head
 };
 
 struct TokenizerSource {
@@ -114,7 +116,8 @@ void PrintJson(const engine::GenerationResult& result, bool has_text) {
 }
 
 absl::Status Generate(const GenerateFlags& flags) {
-  absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(flags.model);
+  absl::StatusOr<model::Qwen35Model> target =
+      model::Qwen35Model::Load(flags.model, flags.model_options);
   if (!target.ok()) return target.status();
   const int64_t vocab = target->config().vocab_size;
   std::unique_ptr<text::Tokenizer> tokenizer;
@@ -183,6 +186,7 @@ void AddGenerateCommand(CLI::App& app) {
       "generate", "Generate a continuation with the target model, alone or with a drafter");
   command->add_option("--model", flags->model, "Checkpoint directory (config.json + safetensors)")
       ->required();
+  AddModelOptions(*command, flags->model_options);
   CLI::Option* prompt = command->add_option("--prompt", flags->prompt, "Prompt text");
   CLI::Option* ids = command->add_option("--ids", flags->ids, "Prompt token ids, e.g. 1,2,3");
   prompt->excludes(ids);

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/specd/commands.h"
+#include "cli/specd/model_options_flags.h"
 #include "common/engine/drafter_factory.h"
 #include "common/engine/generator.h"
 #include "common/engine/regime.h"
@@ -33,6 +34,7 @@ struct SpecBenchFlags {
   std::vector<int64_t> new_tokens;
   uint64_t seed = 0;
   int64_t repeats = 3;
+  model::ModelOptions model_options;  // --device, --dtype, --int4-activations, --lm-head
 };
 
 engine::GenerationRequest GreedyRequest(int64_t prompt_length, int64_t new_tokens, int64_t vocab,
@@ -100,7 +102,8 @@ void PrintSpeculative(const char* label, const engine::GenerationResult& spec,
 }
 
 absl::Status BenchSpec(const SpecBenchFlags& flags) {
-  absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(flags.model);
+  absl::StatusOr<model::Qwen35Model> target =
+      model::Qwen35Model::Load(flags.model, flags.model_options);
   if (!target.ok()) return target.status();
   const int64_t vocab = target->config().vocab_size;
   absl::StatusOr<std::unique_ptr<engine::Drafter>> drafter =
@@ -160,6 +163,7 @@ void AddSpecBench(CLI::App& bench) {
   CLI::App* command = bench.add_subcommand(
       "spec", "Speculative decoding against the target alone on the short/medium/long regimes");
   command->add_option("--model", flags->model, "Target checkpoint directory")->required();
+  AddModelOptions(*command, flags->model_options);
   command
       ->add_option("--drafter", flags->drafter,
                    "A DFlash drafter checkpoint directory, \"suffix\" (the text's own earlier "
