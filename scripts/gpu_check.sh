@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs on a CUDA machine (the device tool): builds the engine alone against the carried
 # .cache/gpu-bundle (scripts/gpu_bundle.sh) and, when present, the CUDA LibTorch of the local
-# PyTorch; runs the gpu-labelled tests, the op table's backend checks (CUDA's among them) and the
-# W4A16 GEMM benchmark; prints a short table and the benchmark's table last. Full logs go to $OUT (or logs/).
-#   device run: bash scripts/gpu_check.sh      (carry: .cache/gpu-bundle)
+# PyTorch; runs the gpu-labelled tests, the op table's backend checks (CUDA's among them), the W4A16
+# GEMM benchmark and a Qwen3.5-4B-shaped INT4 decode step; prints a short table and the benchmarks'
+# numbers last. Full logs go to $OUT (or build-gpu/logs/).
+#   here:       bash scripts/gpu_bundle.sh && cp -rL ../shared .cache/shared
+#   device run: bash scripts/gpu_check.sh      (carry: .cache/gpu-bundle, .cache/shared)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -22,23 +24,34 @@ step() {  # step NAME COMMAND...: runs COMMAND with its output in $logs/NAME.log
   results+=("$(printf '%-12s %-7s %4ss' "$name" "$status" $((SECONDS - start)))")
 }
 results=()
+# The fixtures the gpu tests read: ../shared beside the checkout, or the copy carried in .cache.
+shared="$root/../shared"
+[[ -d "$shared/fixtures" ]] || shared="$root/.cache/shared"
 export PKG_CONFIG_PATH="$bundle/usr/lib/x86_64-linux-gnu/pkgconfig:$bundle/usr/share/pkgconfig"
 arch="${CUDA_ARCH:-90}"
 # TORCH_CUDA_ARCH_LIST spares torch's CMake its GPU probe, which CMake 3.25 cannot compile for
 # CUDA 13 (seen building this against PyPI's torch 2.11 without a device).
 step configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPECD_ENGINE_ONLY=ON \
-  "-DCMAKE_PREFIX_PATH=$prefix" \
+  "-DCMAKE_PREFIX_PATH=$prefix" "-DSPECD_SHARED_DIR=$shared" \
   "-DCMAKE_CUDA_ARCHITECTURES=$arch" "-DTORCH_CUDA_ARCH_LIST=${arch%?}.${arch: -1}"
 # Only what the check runs: the gpu-labelled tests, the op table's backend checks, the benchmark.
 step build cmake --build build-gpu -j "$(nproc)" --target kernels_cuda_test model_on_cuda_test \
-  specd_model_ops_test w4a16_gemm_gpu_bench
+  specd_model_ops_test w4a16_gemm_gpu_bench specd
 step gpu-tests ctest --test-dir build-gpu -L gpu --output-on-failure
 step backend-ops ctest --test-dir build-gpu -R '^BackendOpsTest[.]' --output-on-failure
 step w4a16-bench build-gpu/tests/gpu/w4a16_gemm_gpu_bench
+# The Qwen3.5-4B-shaped INT4 decode step: random weights, RTN onto the W4A16 grid, on the device.
+specd=build-gpu/cli/specd/specd
+step init-4b timeout 240 "$specd" bench init-model --preset qwen35-4b --dtype bf16 --quantize rtn \
+  --group-size 128 --out build-gpu/qwen35-4b-w4a16
+step decode-4b timeout 120 "$specd" bench decode --model build-gpu/qwen35-4b-w4a16 --device cuda \
+  --prompt-len 512 --tokens 64 --block 16 --batch 16
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"$logs/device.txt" 2>&1
 
 echo "== specd gpu check ($(cat "$logs/device.txt")) =="
 printf '%s\n' "${results[@]}"
 grep -hE 'tests passed|Skipped|Failed' "$logs/gpu-tests.log" "$logs/backend-ops.log" || true
+echo "== Qwen3.5-4B-shaped W4A16 on the device ($logs/decode-4b.log) =="
+grep -E '^(prefill|decode|verify block|batched decode) ' "$logs/decode-4b.log" || true
 echo "== W4A16 GEMM vs cuBLAS ($logs/w4a16-bench.log) =="
 cat "$logs/w4a16-bench.log"
