@@ -35,19 +35,23 @@ __global__ void __launch_bounds__(kWarps * 32)
   if (column0 >= value_dim) return;
   const int64_t state_offset = int64_t{head} * key_dim * value_dim;
 
-  // Rows past key_dim and columns past value_dim hold 0 and are never stored.
-  float s[kRowsPerLane][kColumnsPerWarp];
+  // Visits this lane's elements of the head's state: rows lane, lane + 32, …, the warp's columns.
+  const auto for_each_element = [&](auto&& visit) {
 #pragma unroll
-  for (int r = 0; r < kRowsPerLane; ++r) {
-    const int row = lane + 32 * r;
+    for (int r = 0; r < kRowsPerLane; ++r) {
+      const int row = lane + 32 * r;
 #pragma unroll
-    for (int c = 0; c < kColumnsPerWarp; ++c) {
-      const int column = column0 + c;
-      s[r][c] = row < key_dim && column < value_dim
-                    ? initial_state[state_offset + int64_t{row} * value_dim + column]
-                    : 0.0f;
+      for (int c = 0; c < kColumnsPerWarp; ++c) {
+        const int column = column0 + c;
+        if (row < key_dim && column < value_dim) {
+          visit(r, c, state_offset + int64_t{row} * value_dim + column);
+        }
+      }
     }
-  }
+  };
+  // Rows past key_dim and columns past value_dim hold 0 and are never stored.
+  float s[kRowsPerLane][kColumnsPerWarp] = {};
+  for_each_element([&](int r, int c, int64_t i) { s[r][c] = initial_state[i]; });
 
   for (int64_t t = 0; t < shape.tokens; ++t) {
     const int64_t token_head = t * heads + head;
@@ -95,24 +99,13 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
 #pragma unroll
     for (int c = 0; c < kColumnsPerWarp; ++c) o[c] = WarpSum(o[c]);
-      // Lane c writes column c: one coalesced store of the warp's columns.
-#pragma unroll
+    // Lane c writes column c: one coalesced store of the warp's columns.
     for (int c = 0; c < kColumnsPerWarp; ++c) {
       if (lane == c && column0 + c < value_dim) out[token_head * value_dim + column0 + c] = o[c];
     }
   }
 
-#pragma unroll
-  for (int r = 0; r < kRowsPerLane; ++r) {
-    const int row = lane + 32 * r;
-#pragma unroll
-    for (int c = 0; c < kColumnsPerWarp; ++c) {
-      const int column = column0 + c;
-      if (row < key_dim && column < value_dim) {
-        final_state[state_offset + int64_t{row} * value_dim + column] = s[r][c];
-      }
-    }
-  }
+  for_each_element([&](int r, int c, int64_t i) { final_state[i] = s[r][c]; });
 }
 
 using Kernel = void (*)(DeltaRuleShape, const float*, const float*, const float*, const float*,

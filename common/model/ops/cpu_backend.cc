@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <initializer_list>
 #include <optional>
-#include <utility>
 #include <vector>
 
 #include "kernels/cpu/attention.h"
@@ -142,12 +141,6 @@ std::optional<at::Tensor> DeltaRuleKernel(const at::Tensor& q, const at::Tensor&
   }
   const kernels::cpu::DeltaRuleShape shape{
       .tokens = q.size(0), .heads = q.size(1), .key_dim = q.size(2), .value_dim = v.size(2)};
-  TORCH_CHECK(
-      k.sizes() == q.sizes() && v.size(0) == shape.tokens && v.size(1) == shape.heads &&
-          g.sizes() == at::IntArrayRef({shape.tokens, shape.heads}) && beta.sizes() == g.sizes() &&
-          final_state.sizes() == at::IntArrayRef({shape.heads, shape.key_dim, shape.value_dim}) &&
-          initial_state.sizes() == final_state.sizes(),
-      "GatedDeltaRule: inconsistent shapes");
   if (!initial_state.is_same(final_state)) final_state.copy_(initial_state);
   const at::Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
   const at::Tensor gc = g.contiguous(), bc = beta.contiguous();
@@ -158,28 +151,6 @@ std::optional<at::Tensor> DeltaRuleKernel(const at::Tensor& q, const at::Tensor&
   return out;
 }
 
-at::Tensor RecurrentGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                   const at::Tensor& g, const at::Tensor& beta,
-                                   const at::Tensor& initial_state, at::Tensor& final_state) {
-  if (std::optional<at::Tensor> out =
-          DeltaRuleKernel(q, k, v, g, beta, initial_state, final_state)) {
-    return *std::move(out);
-  }
-  return ReferenceOps().recurrent_gated_delta_rule(q, k, v, g, beta, initial_state, final_state);
-}
-
-at::Tensor ChunkedGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                 const at::Tensor& g, const at::Tensor& beta,
-                                 const at::Tensor& initial_state, at::Tensor& final_state,
-                                 int64_t chunk_size) {
-  if (std::optional<at::Tensor> out =
-          DeltaRuleKernel(q, k, v, g, beta, initial_state, final_state)) {
-    return *std::move(out);
-  }
-  return ReferenceOps().chunked_gated_delta_rule(q, k, v, g, beta, initial_state, final_state,
-                                                 chunk_size);
-}
-
 }  // namespace kernels_cpu
 }  // namespace
 
@@ -187,12 +158,13 @@ const Backend& CpuBackend() {
   static const Backend backend{
       .name = "cpu",
       .device = c10::DeviceType::CPU,
-      .ops = {.project = &kernels_cpu::Project,
-              .project_int4 = &kernels_cpu::ProjectInt4,
-              .project_int8 = &kernels_cpu::ProjectInt8,
-              .recurrent_gated_delta_rule = &kernels_cpu::RecurrentGatedDeltaRule,
-              .chunked_gated_delta_rule = &kernels_cpu::ChunkedGatedDeltaRule,
-              .attention = &kernels_cpu::Attention}};
+      .ops = {
+          .project = &kernels_cpu::Project,
+          .project_int4 = &kernels_cpu::ProjectInt4,
+          .project_int8 = &kernels_cpu::ProjectInt8,
+          .recurrent_gated_delta_rule = &RecurrentGatedDeltaRuleOr<&kernels_cpu::DeltaRuleKernel>,
+          .chunked_gated_delta_rule = &ChunkedGatedDeltaRuleOr<&kernels_cpu::DeltaRuleKernel>,
+          .attention = &kernels_cpu::Attention}};
   return backend;
 }
 

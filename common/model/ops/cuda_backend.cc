@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <vector>
 
 #include "kernels/cuda/gated_delta_rule.h"
@@ -66,53 +67,29 @@ at::Tensor ProjectInt4Tensors(const at::Tensor& x, const Int4Tensors& weight) {
   return y;
 }
 
-// The fused recurrent kernel for every length, as on the CPU: a decode step, a verify block, a
-// prefill chunk and a replay make the same arithmetic per token, so a sequence's output does not
-// depend on how its tokens were grouped into forwards.
-bool DeltaRuleKernel(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                     const at::Tensor& g, const at::Tensor& beta, const at::Tensor& initial_state,
-                     at::Tensor& final_state, at::Tensor& out) {
+// The fused recurrent kernel for every length, as on the CPU, if it takes these inputs (float32,
+// no gradient, a contiguous state to write): a decode step, a verify block, a prefill chunk and a
+// replay make the same arithmetic per token, so a sequence's output does not depend on how its
+// tokens were grouped into forwards.
+std::optional<at::Tensor> DeltaRuleKernel(const at::Tensor& q, const at::Tensor& k,
+                                          const at::Tensor& v, const at::Tensor& g,
+                                          const at::Tensor& beta, const at::Tensor& initial_state,
+                                          at::Tensor& final_state) {
   const kernels::cuda::DeltaRuleShape shape{
       .tokens = q.size(0), .heads = q.size(1), .key_dim = q.size(2), .value_dim = v.size(2)};
   if (!KernelsTake(at::kFloat, {&q, &k, &v, &g, &beta, &initial_state, &final_state}) ||
       !final_state.is_contiguous() || !kernels::cuda::DeltaRuleTakes(shape)) {
-    return false;
+    return std::nullopt;
   }
-  TORCH_CHECK(
-      k.sizes() == q.sizes() && v.size(0) == shape.tokens && v.size(1) == shape.heads &&
-          g.sizes() == at::IntArrayRef({shape.tokens, shape.heads}) && beta.sizes() == g.sizes() &&
-          final_state.sizes() == at::IntArrayRef({shape.heads, shape.key_dim, shape.value_dim}) &&
-          initial_state.sizes() == final_state.sizes(),
-      "GatedDeltaRule: inconsistent shapes");
   const c10::cuda::CUDAGuard on_device(q.device());
   const at::Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
   const at::Tensor gc = g.contiguous(), bc = beta.contiguous(), sc = initial_state.contiguous();
-  out = at::empty({shape.tokens, shape.heads, shape.value_dim}, v.options());
+  at::Tensor out = at::empty({shape.tokens, shape.heads, shape.value_dim}, v.options());
   C10_CUDA_CHECK(kernels::cuda::RecurrentGatedDeltaRule(
       shape, qc.data_ptr<float>(), kc.data_ptr<float>(), vc.data_ptr<float>(), gc.data_ptr<float>(),
       bc.data_ptr<float>(), sc.data_ptr<float>(), final_state.data_ptr<float>(),
       out.data_ptr<float>(), CurrentStream()));
-  return true;
-}
-
-at::Tensor RecurrentGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                   const at::Tensor& g, const at::Tensor& beta,
-                                   const at::Tensor& initial_state, at::Tensor& final_state) {
-  if (at::Tensor out; DeltaRuleKernel(q, k, v, g, beta, initial_state, final_state, out)) {
-    return out;
-  }
-  return ReferenceOps().recurrent_gated_delta_rule(q, k, v, g, beta, initial_state, final_state);
-}
-
-at::Tensor ChunkedGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                 const at::Tensor& g, const at::Tensor& beta,
-                                 const at::Tensor& initial_state, at::Tensor& final_state,
-                                 int64_t chunk_size) {
-  if (at::Tensor out; DeltaRuleKernel(q, k, v, g, beta, initial_state, final_state, out)) {
-    return out;
-  }
-  return ReferenceOps().chunked_gated_delta_rule(q, k, v, g, beta, initial_state, final_state,
-                                                 chunk_size);
+  return out;
 }
 
 }  // namespace kernels_cuda
@@ -122,9 +99,10 @@ const Backend& CudaBackend() {
   static const Backend backend{
       .name = "cuda",
       .device = c10::DeviceType::CUDA,
-      .ops = {.project_int4_tensors = &kernels_cuda::ProjectInt4Tensors,
-              .recurrent_gated_delta_rule = &kernels_cuda::RecurrentGatedDeltaRule,
-              .chunked_gated_delta_rule = &kernels_cuda::ChunkedGatedDeltaRule}};
+      .ops = {
+          .project_int4_tensors = &kernels_cuda::ProjectInt4Tensors,
+          .recurrent_gated_delta_rule = &RecurrentGatedDeltaRuleOr<&kernels_cuda::DeltaRuleKernel>,
+          .chunked_gated_delta_rule = &ChunkedGatedDeltaRuleOr<&kernels_cuda::DeltaRuleKernel>}};
   return backend;
 }
 

@@ -8,8 +8,11 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/DeviceType.h>
 
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
+#include <utility>
 
 #include "common/model/ops/ops.h"
 
@@ -47,6 +50,33 @@ struct Backend {
 
 // Every op as LibTorch compositions.
 const OpTable& ReferenceOps();
+
+// The delta rule's two entries for a backend whose kernel runs the recurrence at every length (the
+// chunked form's function too, and the same arithmetic per token as a decode step): each runs
+// `kernel`, which returns nothing for inputs it does not take, or else the reference's own form.
+using DeltaRuleKernelFunction = std::optional<at::Tensor> (*)(
+    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& g,
+    const at::Tensor& beta, const at::Tensor& initial_state, at::Tensor& final_state);
+template <DeltaRuleKernelFunction kernel>
+at::Tensor RecurrentGatedDeltaRuleOr(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                     const at::Tensor& g, const at::Tensor& beta,
+                                     const at::Tensor& initial_state, at::Tensor& final_state) {
+  if (std::optional<at::Tensor> out = kernel(q, k, v, g, beta, initial_state, final_state)) {
+    return *std::move(out);
+  }
+  return ReferenceOps().recurrent_gated_delta_rule(q, k, v, g, beta, initial_state, final_state);
+}
+template <DeltaRuleKernelFunction kernel>
+at::Tensor ChunkedGatedDeltaRuleOr(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                   const at::Tensor& g, const at::Tensor& beta,
+                                   const at::Tensor& initial_state, at::Tensor& final_state,
+                                   int64_t chunk_size) {
+  if (std::optional<at::Tensor> out = kernel(q, k, v, g, beta, initial_state, final_state)) {
+    return *std::move(out);
+  }
+  return ReferenceOps().chunked_gated_delta_rule(q, k, v, g, beta, initial_state, final_state,
+                                                 chunk_size);
+}
 // The backends this build has, e.g. {cpu} or {cpu, cuda}.
 std::span<const Backend> Backends();
 // What runs on `device`: its backend's entries, the reference's where it has none or there is no

@@ -1,5 +1,5 @@
-// The entry points: each checks what every backend relies on (a projection's input width), then
-// runs what the op table holds for its first input's device.
+// The entry points: each checks what every backend relies on (a projection's input width, the
+// delta rule's shapes), then runs what the op table holds for its first input's device.
 #include "common/model/ops/ops.h"
 
 #include "common/model/ops/op_table.h"
@@ -28,9 +28,25 @@ at::Tensor ProjectInt8(const at::Tensor& x, const kernels::cpu::VnniMatrix& weig
   return OpsFor(x.device().type()).project_int8(x, weight);
 }
 
+namespace {
+
+void CheckDeltaRuleShapes(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                          const at::Tensor& g, const at::Tensor& beta,
+                          const at::Tensor& initial_state, const at::Tensor& final_state) {
+  const int64_t tokens = q.size(0), heads = q.size(1);
+  TORCH_CHECK(k.sizes() == q.sizes() && v.size(0) == tokens && v.size(1) == heads &&
+                  g.sizes() == at::IntArrayRef({tokens, heads}) && beta.sizes() == g.sizes() &&
+                  final_state.sizes() == at::IntArrayRef({heads, q.size(2), v.size(2)}) &&
+                  initial_state.sizes() == final_state.sizes(),
+              "GatedDeltaRule: inconsistent shapes");
+}
+
+}  // namespace
+
 at::Tensor RecurrentGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                    const at::Tensor& g, const at::Tensor& beta,
                                    const at::Tensor& initial_state, at::Tensor& final_state) {
+  CheckDeltaRuleShapes(q, k, v, g, beta, initial_state, final_state);
   return OpsFor(q.device().type())
       .recurrent_gated_delta_rule(q, k, v, g, beta, initial_state, final_state);
 }
@@ -39,6 +55,7 @@ at::Tensor ChunkedGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const
                                  const at::Tensor& g, const at::Tensor& beta,
                                  const at::Tensor& initial_state, at::Tensor& final_state,
                                  int64_t chunk_size) {
+  CheckDeltaRuleShapes(q, k, v, g, beta, initial_state, final_state);
   return OpsFor(q.device().type())
       .chunked_gated_delta_rule(q, k, v, g, beta, initial_state, final_state, chunk_size);
 }

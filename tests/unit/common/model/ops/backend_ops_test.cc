@@ -121,15 +121,24 @@ std::vector<Int4Case> Int4Cases() {
   };
 }
 
+std::string Described(const Int4Case& c) {
+  return (::testing::Message() << c.rows << "×" << c.layout.cols << " → " << c.layout.rows
+                               << ", group " << c.layout.group_size)
+      .GetString();
+}
+
+// A random weight of `c`'s layout, prepared for the CPU kernel (exact activations).
+absl::StatusOr<quant::Int4KernelWeight> RandomKernelWeight(const Int4Case& c, std::mt19937& rng) {
+  return quant::Int4KernelWeight::Prepare(quant::testing::RandomPackedWeight(c.layout, rng));
+}
+
 TEST(BackendOpsTest, Int4Projection) {
   const std::vector<Int4Case> cases = Int4Cases();
   ForEachBackend(&OpTable::project_int4, [&](const Backend& backend) {
     std::mt19937 rng(17);
     for (const Int4Case& c : cases) {
-      SCOPED_TRACE(::testing::Message() << c.rows << "×" << c.layout.cols << " → " << c.layout.rows
-                                        << ", group " << c.layout.group_size);
-      const absl::StatusOr<quant::Int4KernelWeight> weight =
-          quant::Int4KernelWeight::Prepare(quant::testing::RandomPackedWeight(c.layout, rng));
+      SCOPED_TRACE(Described(c));
+      const absl::StatusOr<quant::Int4KernelWeight> weight = RandomKernelWeight(c, rng);
       ASSERT_TRUE(weight.ok()) << weight.status();
       const at::Tensor x = at::randn({c.rows, c.layout.cols});
       EXPECT_TRUE(Close(backend.ops.project_int4(On(x, backend), *weight),
@@ -144,10 +153,8 @@ TEST(Int4TensorsTest, HoldWhatTheHostLayoutHolds) {
   std::mt19937 rng(29);
   for (const Int4Case& c : Int4Cases()) {
     if (c.layout.rows * c.layout.cols > 1 << 20) continue;  // the small, ragged ones
-    SCOPED_TRACE(::testing::Message()
-                 << c.layout.rows << "×" << c.layout.cols << ", group " << c.layout.group_size);
-    const absl::StatusOr<quant::Int4KernelWeight> weight =
-        quant::Int4KernelWeight::Prepare(quant::testing::RandomPackedWeight(c.layout, rng));
+    SCOPED_TRACE(Described(c));
+    const absl::StatusOr<quant::Int4KernelWeight> weight = RandomKernelWeight(c, rng);
     ASSERT_TRUE(weight.ok()) << weight.status();
     const absl::StatusOr<Int4Tensors> tensors = Int4Tensors::Upload(*weight, at::kCPU);
     ASSERT_TRUE(tensors.ok()) << tensors.status();
@@ -167,10 +174,8 @@ TEST(BackendOpsTest, Int4ProjectionOfTensorsOnBfloat16) {
   ForEachBackend(&OpTable::project_int4_tensors, [&](const Backend& backend) {
     std::mt19937 rng(31);
     for (const Int4Case& c : cases) {
-      SCOPED_TRACE(::testing::Message() << c.rows << "×" << c.layout.cols << " → " << c.layout.rows
-                                        << ", group " << c.layout.group_size);
-      const absl::StatusOr<quant::Int4KernelWeight> weight =
-          quant::Int4KernelWeight::Prepare(quant::testing::RandomPackedWeight(c.layout, rng));
+      SCOPED_TRACE(Described(c));
+      const absl::StatusOr<quant::Int4KernelWeight> weight = RandomKernelWeight(c, rng);
       ASSERT_TRUE(weight.ok()) << weight.status();
       const absl::StatusOr<Int4Tensors> tensors = Int4Tensors::Upload(*weight, backend.device);
       ASSERT_TRUE(tensors.ok()) << tensors.status();
@@ -191,8 +196,7 @@ TEST(BackendOpsTest, Int4ProjectionOnInt8Activations) {
   }
   std::mt19937 rng(19);
   for (const Int4Case& c : Int4Cases()) {
-    SCOPED_TRACE(::testing::Message() << c.rows << "×" << c.layout.cols << " → " << c.layout.rows
-                                      << ", group " << c.layout.group_size);
+    SCOPED_TRACE(Described(c));
     const quant::PackedInt4Weight packed = quant::testing::RandomPackedWeight(c.layout, rng);
     const absl::StatusOr<quant::Int4KernelWeight> exact = quant::Int4KernelWeight::Prepare(packed);
     const absl::StatusOr<quant::Int4KernelWeight> int8 =
