@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/cuda/gated_delta_rule.h"
+#include "kernels/cuda/rms_norm.h"
 #include "kernels/cuda/w4a16_gemm.h"
 
 namespace specd::model::ops {
@@ -92,6 +93,59 @@ std::optional<at::Tensor> DeltaRuleKernel(const at::Tensor& q, const at::Tensor&
   return out;
 }
 
+// The element types the norm kernel reads and writes, if it takes this tensor's.
+std::optional<kernels::cuda::ElementType> NormElementType(const at::Tensor& t) {
+  if (t.requires_grad() && at::GradMode::is_enabled()) return std::nullopt;
+  if (t.scalar_type() == at::kFloat) return kernels::cuda::ElementType::kFloat32;
+  if (t.scalar_type() == at::kBFloat16) return kernels::cuda::ElementType::kBfloat16;
+  return std::nullopt;
+}
+
+// One kernel per norm, if it takes these inputs (float32 or bf16, a gate of x's type, no
+// gradient), else nothing.
+std::optional<at::Tensor> NormKernel(kernels::cuda::NormKind kind, const at::Tensor& x,
+                                     const at::Tensor* gate, const at::Tensor& weight, double eps) {
+  const std::optional<kernels::cuda::ElementType> type = NormElementType(x);
+  const std::optional<kernels::cuda::ElementType> weight_type = NormElementType(weight);
+  if (!type || !weight_type || weight.dim() != 1 || weight.size(0) != x.size(-1) ||
+      (gate != nullptr && (NormElementType(*gate) != type || gate->sizes() != x.sizes()))) {
+    return std::nullopt;
+  }
+  const c10::cuda::CUDAGuard on_device(x.device());
+  const at::Tensor xc = x.contiguous(), wc = weight.contiguous();
+  const at::Tensor gc = gate != nullptr ? gate->contiguous() : at::Tensor();
+  at::Tensor out = at::empty_like(xc);
+  C10_CUDA_CHECK(kernels::cuda::RmsNorm({.kind = kind,
+                                         .type = *type,
+                                         .weight_type = *weight_type,
+                                         .x = xc.data_ptr(),
+                                         .gate = gc.defined() ? gc.data_ptr() : nullptr,
+                                         .weight = wc.data_ptr(),
+                                         .out = out.data_ptr(),
+                                         .rows = x.size(-1) == 0 ? 0 : x.numel() / x.size(-1),
+                                         .dim = x.size(-1),
+                                         .eps = static_cast<float>(eps)},
+                                        CurrentStream()));
+  return out;
+}
+
+at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps, NormWeight kind) {
+  const kernels::cuda::NormKind norm = kind == NormWeight::kZeroCentred
+                                           ? kernels::cuda::NormKind::kZeroCentred
+                                           : kernels::cuda::NormKind::kPlain;
+  if (std::optional<at::Tensor> out = NormKernel(norm, x, nullptr, weight, eps)) return *out;
+  return ReferenceOps().rms_norm(x, weight, eps, kind);
+}
+
+at::Tensor GatedRmsNorm(const at::Tensor& x, const at::Tensor& gate, const at::Tensor& weight,
+                        double eps) {
+  if (std::optional<at::Tensor> out =
+          NormKernel(kernels::cuda::NormKind::kGated, x, &gate, weight, eps)) {
+    return *out;
+  }
+  return ReferenceOps().gated_rms_norm(x, gate, weight, eps);
+}
+
 }  // namespace kernels_cuda
 }  // namespace
 
@@ -102,7 +156,9 @@ const Backend& CudaBackend() {
       .ops = {
           .project_int4_tensors = &kernels_cuda::ProjectInt4Tensors,
           .recurrent_gated_delta_rule = &RecurrentGatedDeltaRuleOr<&kernels_cuda::DeltaRuleKernel>,
-          .chunked_gated_delta_rule = &ChunkedGatedDeltaRuleOr<&kernels_cuda::DeltaRuleKernel>}};
+          .chunked_gated_delta_rule = &ChunkedGatedDeltaRuleOr<&kernels_cuda::DeltaRuleKernel>,
+          .rms_norm = &kernels_cuda::RmsNorm,
+          .gated_rms_norm = &kernels_cuda::GatedRmsNorm}};
   return backend;
 }
 

@@ -374,28 +374,42 @@ TEST(BackendOpsTest, Attention) {
   });
 }
 
+// In float32, and in bf16 (a GPU model's activations and weights) against the reference run on
+// the same bf16 values: either rounds a bf16 output to within 2^-8 of a value.
+struct NormDtype {
+  at::ScalarType dtype;
+  double tolerance;
+};
+const NormDtype kNormDtypes[] = {{at::kFloat, 1e-5}, {at::kBFloat16, 1e-2}};
+
 TEST(BackendOpsTest, RmsNorms) {
   ForEachBackend(&OpTable::rms_norm, [&](const Backend& backend) {
     for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{
              {1, kHidden}, {64, kHidden}, {16, kHeads, kHeadDim}, {3, 5}}) {
       for (const NormWeight kind : {NormWeight::kZeroCentred, NormWeight::kPlain}) {
-        at::manual_seed(shape.back());
-        const at::Tensor x = at::randn(shape);
-        const at::Tensor weight = at::randn({shape.back()}) * 0.1;
-        EXPECT_TRUE(Close(backend.ops.rms_norm(On(x, backend), On(weight, backend), 1e-6, kind),
-                          ReferenceOps().rms_norm(x, weight, 1e-6, kind), 1e-5));
+        for (const NormDtype& type : kNormDtypes) {
+          SCOPED_TRACE(at::toString(type.dtype));
+          at::manual_seed(shape.back());
+          const at::Tensor x = at::randn(shape).to(type.dtype);
+          const at::Tensor weight = (at::randn({shape.back()}) * 0.1).to(type.dtype);
+          EXPECT_TRUE(Close(backend.ops.rms_norm(On(x, backend), On(weight, backend), 1e-6, kind),
+                            ReferenceOps().rms_norm(x, weight, 1e-6, kind), type.tolerance));
+        }
       }
     }
   });
   ForEachBackend(&OpTable::gated_rms_norm, [&](const Backend& backend) {
     for (const int64_t tokens : {1, 64}) {
-      at::manual_seed(tokens);
-      const at::Tensor x = at::randn({tokens, kValueHeads, kDeltaHeadDim});
-      const at::Tensor gate = at::randn({tokens, kValueHeads, kDeltaHeadDim});
-      const at::Tensor weight = at::randn({kDeltaHeadDim});
-      EXPECT_TRUE(Close(
-          backend.ops.gated_rms_norm(On(x, backend), On(gate, backend), On(weight, backend), 1e-6),
-          ReferenceOps().gated_rms_norm(x, gate, weight, 1e-6), 1e-5));
+      for (const NormDtype& type : kNormDtypes) {
+        SCOPED_TRACE(at::toString(type.dtype));
+        at::manual_seed(tokens);
+        const at::Tensor x = at::randn({tokens, kValueHeads, kDeltaHeadDim}).to(type.dtype);
+        const at::Tensor gate = at::randn({tokens, kValueHeads, kDeltaHeadDim}).to(type.dtype);
+        const at::Tensor weight = at::randn({kDeltaHeadDim}).to(type.dtype);
+        EXPECT_TRUE(Close(backend.ops.gated_rms_norm(On(x, backend), On(gate, backend),
+                                                     On(weight, backend), 1e-6),
+                          ReferenceOps().gated_rms_norm(x, gate, weight, 1e-6), type.tolerance));
+      }
     }
   });
 }
