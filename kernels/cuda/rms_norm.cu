@@ -2,30 +2,13 @@
 
 #include <type_traits>
 
+#include "kernels/cuda/element_access.cuh"
 #include "kernels/cuda/rms_norm.h"
 
 namespace specd::kernels::cuda {
 namespace {
 
 constexpr int kWarps = 8;  // rows per block
-
-__device__ __forceinline__ float ToFloat(float x) { return x; }
-__device__ __forceinline__ float ToFloat(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <typename T>
-__device__ __forceinline__ T FromFloat(float x);
-template <>
-__device__ __forceinline__ float FromFloat<float>(float x) {
-  return x;
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
-// x rounded to T and back: what a value stored in T holds.
-template <typename T>
-__device__ __forceinline__ float Rounded(float x) {
-  return ToFloat(FromFloat<T>(x));
-}
 
 // T: x, gate and out; W: the weight. The reference's roundings, in its order: LibTorch multiplies
 // in the promoted type of its operands, so w · round(x·r) is rounded again only when both are bf16.

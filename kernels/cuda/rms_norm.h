@@ -7,9 +7,9 @@
 
 #include <cstdint>
 
-namespace specd::kernels::cuda {
+#include "kernels/cuda/element_type.h"
 
-enum class ElementType { kFloat32, kBfloat16 };
+namespace specd::kernels::cuda {
 
 enum class NormKind {
   kZeroCentred,  // x·r·(1 + w), in float32, rounded once (Qwen3.5's norms)

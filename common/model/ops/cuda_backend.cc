@@ -14,8 +14,10 @@
 #include <optional>
 #include <vector>
 
+#include "kernels/cuda/causal_conv1d.h"
 #include "kernels/cuda/gated_delta_rule.h"
 #include "kernels/cuda/rms_norm.h"
+#include "kernels/cuda/rotary.h"
 #include "kernels/cuda/w4a16_gemm.h"
 
 namespace specd::model::ops {
@@ -93,8 +95,8 @@ std::optional<at::Tensor> DeltaRuleKernel(const at::Tensor& q, const at::Tensor&
   return out;
 }
 
-// The element types the norm kernel reads and writes, if it takes this tensor's.
-std::optional<kernels::cuda::ElementType> NormElementType(const at::Tensor& t) {
+// The element type of a tensor the elementwise kernels take: float32 or bf16, no gradient.
+std::optional<kernels::cuda::ElementType> ElementTypeOf(const at::Tensor& t) {
   if (t.requires_grad() && at::GradMode::is_enabled()) return std::nullopt;
   if (t.scalar_type() == at::kFloat) return kernels::cuda::ElementType::kFloat32;
   if (t.scalar_type() == at::kBFloat16) return kernels::cuda::ElementType::kBfloat16;
@@ -105,10 +107,10 @@ std::optional<kernels::cuda::ElementType> NormElementType(const at::Tensor& t) {
 // gradient), else nothing.
 std::optional<at::Tensor> NormKernel(kernels::cuda::NormKind kind, const at::Tensor& x,
                                      const at::Tensor* gate, const at::Tensor& weight, double eps) {
-  const std::optional<kernels::cuda::ElementType> type = NormElementType(x);
-  const std::optional<kernels::cuda::ElementType> weight_type = NormElementType(weight);
+  const std::optional<kernels::cuda::ElementType> type = ElementTypeOf(x);
+  const std::optional<kernels::cuda::ElementType> weight_type = ElementTypeOf(weight);
   if (!type || !weight_type || weight.dim() != 1 || weight.size(0) != x.size(-1) ||
-      (gate != nullptr && (NormElementType(*gate) != type || gate->sizes() != x.sizes()))) {
+      (gate != nullptr && (ElementTypeOf(*gate) != type || gate->sizes() != x.sizes()))) {
     return std::nullopt;
   }
   const c10::cuda::CUDAGuard on_device(x.device());
@@ -146,6 +148,54 @@ at::Tensor GatedRmsNorm(const at::Tensor& x, const at::Tensor& gate, const at::T
   return ReferenceOps().gated_rms_norm(x, gate, weight, eps);
 }
 
+at::Tensor Rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  const std::optional<kernels::cuda::ElementType> type = ElementTypeOf(x);
+  const int64_t rotary_dim = cos.size(-1);
+  if (!type || ElementTypeOf(cos) != type || ElementTypeOf(sin) != type || x.dim() != 3 ||
+      cos.sizes() != at::IntArrayRef({x.size(0), rotary_dim}) || sin.sizes() != cos.sizes() ||
+      rotary_dim % 2 != 0 || rotary_dim > x.size(2)) {
+    return ReferenceOps().rotary(x, cos, sin);
+  }
+  const c10::cuda::CUDAGuard on_device(x.device());
+  const at::Tensor xc = x.contiguous(), cc = cos.contiguous(), sc = sin.contiguous();
+  at::Tensor out = at::empty_like(xc);
+  C10_CUDA_CHECK(kernels::cuda::Rotary({.type = *type,
+                                        .x = xc.data_ptr(),
+                                        .cos = cc.data_ptr(),
+                                        .sin = sc.data_ptr(),
+                                        .out = out.data_ptr(),
+                                        .tokens = x.size(0),
+                                        .heads = x.size(1),
+                                        .head_dim = x.size(2),
+                                        .rotary_dim = rotary_dim},
+                                       CurrentStream()));
+  return out;
+}
+
+at::Tensor CausalConv1d(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& state) {
+  const std::optional<kernels::cuda::ElementType> type = ElementTypeOf(x);
+  const std::optional<kernels::cuda::ElementType> weight_type = ElementTypeOf(weight);
+  if (!type || !weight_type || ElementTypeOf(state) != type || x.dim() != 2 || weight.dim() != 2 ||
+      weight.size(0) != x.size(1) ||
+      state.sizes() != at::IntArrayRef({weight.size(1) - 1, x.size(1)})) {
+    return ReferenceOps().causal_conv1d(x, weight, state);
+  }
+  const c10::cuda::CUDAGuard on_device(x.device());
+  const at::Tensor xc = x.contiguous(), wc = weight.contiguous(), sc = state.contiguous();
+  at::Tensor out = at::empty_like(xc);
+  C10_CUDA_CHECK(kernels::cuda::CausalConv1d({.type = *type,
+                                              .weight_type = *weight_type,
+                                              .x = xc.data_ptr(),
+                                              .weight = wc.data_ptr(),
+                                              .state = sc.data_ptr(),
+                                              .out = out.data_ptr(),
+                                              .tokens = x.size(0),
+                                              .channels = x.size(1),
+                                              .taps = weight.size(1)},
+                                             CurrentStream()));
+  return out;
+}
+
 }  // namespace kernels_cuda
 }  // namespace
 
@@ -158,7 +208,9 @@ const Backend& CudaBackend() {
           .recurrent_gated_delta_rule = &RecurrentGatedDeltaRuleOr<&kernels_cuda::DeltaRuleKernel>,
           .chunked_gated_delta_rule = &ChunkedGatedDeltaRuleOr<&kernels_cuda::DeltaRuleKernel>,
           .rms_norm = &kernels_cuda::RmsNorm,
-          .gated_rms_norm = &kernels_cuda::GatedRmsNorm}};
+          .gated_rms_norm = &kernels_cuda::GatedRmsNorm,
+          .rotary = &kernels_cuda::Rotary,
+          .causal_conv1d = &kernels_cuda::CausalConv1d}};
   return backend;
 }
 

@@ -374,20 +374,23 @@ TEST(BackendOpsTest, Attention) {
   });
 }
 
-// In float32, and in bf16 (a GPU model's activations and weights) against the reference run on
-// the same bf16 values: either rounds a bf16 output to within 2^-8 of a value.
-struct NormDtype {
+// The elementwise ops run in float32, and in bf16 (a GPU model's activations and weights)
+// against the reference run on the same bf16 values: either rounds a bf16 output to within 2^-8
+// of a value.
+struct ElementDtype {
   at::ScalarType dtype;
   double tolerance;
 };
-const NormDtype kNormDtypes[] = {{at::kFloat, 1e-5}, {at::kBFloat16, 1e-2}};
+std::vector<ElementDtype> ElementDtypes(double float32_tolerance) {
+  return {{at::kFloat, float32_tolerance}, {at::kBFloat16, 1e-2}};
+}
 
 TEST(BackendOpsTest, RmsNorms) {
   ForEachBackend(&OpTable::rms_norm, [&](const Backend& backend) {
     for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{
              {1, kHidden}, {64, kHidden}, {16, kHeads, kHeadDim}, {3, 5}}) {
       for (const NormWeight kind : {NormWeight::kZeroCentred, NormWeight::kPlain}) {
-        for (const NormDtype& type : kNormDtypes) {
+        for (const ElementDtype& type : ElementDtypes(1e-5)) {
           SCOPED_TRACE(at::toString(type.dtype));
           at::manual_seed(shape.back());
           const at::Tensor x = at::randn(shape).to(type.dtype);
@@ -400,7 +403,7 @@ TEST(BackendOpsTest, RmsNorms) {
   });
   ForEachBackend(&OpTable::gated_rms_norm, [&](const Backend& backend) {
     for (const int64_t tokens : {1, 64}) {
-      for (const NormDtype& type : kNormDtypes) {
+      for (const ElementDtype& type : ElementDtypes(1e-5)) {
         SCOPED_TRACE(at::toString(type.dtype));
         at::manual_seed(tokens);
         const at::Tensor x = at::randn({tokens, kValueHeads, kDeltaHeadDim}).to(type.dtype);
@@ -422,12 +425,15 @@ TEST(BackendOpsTest, Rotary) {
     for (const Shape& shape : std::vector<Shape>{{1, kHeads, kHeadDim, kRotaryDim},
                                                  {64, kKvHeads, kHeadDim, kRotaryDim},
                                                  {16, kDraftHeads, kDraftHeadDim, kDraftHeadDim}}) {
-      at::manual_seed(shape.tokens);
-      const at::Tensor x = at::randn({shape.tokens, shape.heads, shape.head_dim});
-      const at::Tensor angles = at::rand({shape.tokens, shape.rotary_dim}) * 6;
-      const at::Tensor cos = angles.cos(), sin = angles.sin();
-      EXPECT_TRUE(Close(backend.ops.rotary(On(x, backend), On(cos, backend), On(sin, backend)),
-                        ReferenceOps().rotary(x, cos, sin), 1e-6));
+      for (const ElementDtype& type : ElementDtypes(1e-6)) {
+        SCOPED_TRACE(at::toString(type.dtype));
+        at::manual_seed(shape.tokens);
+        const at::Tensor x = at::randn({shape.tokens, shape.heads, shape.head_dim}).to(type.dtype);
+        const at::Tensor angles = at::rand({shape.tokens, shape.rotary_dim}) * 6;
+        const at::Tensor cos = angles.cos().to(type.dtype), sin = angles.sin().to(type.dtype);
+        EXPECT_TRUE(Close(backend.ops.rotary(On(x, backend), On(cos, backend), On(sin, backend)),
+                          ReferenceOps().rotary(x, cos, sin), type.tolerance));
+      }
     }
   });
 }
@@ -435,13 +441,16 @@ TEST(BackendOpsTest, Rotary) {
 TEST(BackendOpsTest, CausalConv1d) {
   ForEachBackend(&OpTable::causal_conv1d, [&](const Backend& backend) {
     for (const int64_t tokens : {1, 16, 130}) {
-      at::manual_seed(tokens);
-      const at::Tensor x = at::randn({tokens, kConvChannels});
-      const at::Tensor weight = at::randn({kConvChannels, 4});
-      const at::Tensor state = at::randn({3, kConvChannels});
-      EXPECT_TRUE(
-          Close(backend.ops.causal_conv1d(On(x, backend), On(weight, backend), On(state, backend)),
-                ReferenceOps().causal_conv1d(x, weight, state), 1e-6));
+      for (const ElementDtype& type : ElementDtypes(1e-6)) {
+        SCOPED_TRACE(at::toString(type.dtype));
+        at::manual_seed(tokens);
+        const at::Tensor x = at::randn({tokens, kConvChannels}).to(type.dtype);
+        const at::Tensor weight = at::randn({kConvChannels, 4}).to(type.dtype);
+        const at::Tensor state = at::randn({3, kConvChannels}).to(type.dtype);
+        EXPECT_TRUE(Close(
+            backend.ops.causal_conv1d(On(x, backend), On(weight, backend), On(state, backend)),
+            ReferenceOps().causal_conv1d(x, weight, state), type.tolerance));
+      }
     }
   });
 }
