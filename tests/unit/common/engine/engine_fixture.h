@@ -2,6 +2,8 @@
 // What the speculative engine's tests share: the qwen35-tiny-a targets (dense and W4A16), DFlash
 // drafters for them (the dflash-tiny-a fixture, or random ones written like `specd drafter
 // init`), and generation run to completion, target-only and speculative.
+#include <unistd.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -35,10 +37,12 @@ inline absl::StatusOr<model::DFlashDrafter> FixtureDrafter() {
 }
 
 // A random drafter for `target`, written and loaded once; the mapped files outlive their names.
+// The folder is the process's own: ctest runs tests that ask for the same seed side by side.
 inline absl::StatusOr<model::DFlashDrafter> RandomDrafter(
     const model::Qwen35Model& target, const model::RandomDrafterOptions& options) {
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
-                                    ("specd_random_drafter_" + std::to_string(options.seed));
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) /
+      ("specd_random_drafter_" + std::to_string(getpid()) + "_" + std::to_string(options.seed));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   absl::Status written = model::WriteRandomDFlashDrafter(dir, target.config(), options);
