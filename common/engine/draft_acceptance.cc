@@ -6,6 +6,7 @@
 #include <cmath>
 #include <optional>
 #include <set>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -39,11 +40,19 @@ absl::StatusOr<int64_t> AcceptDrafts(const at::Tensor& logits, std::span<const i
                                      const std::vector<int64_t>& generated, const EmitToken& emit) {
   const auto drafts = static_cast<int64_t>(block.size()) - 1;
   const bool rejection = !distributions.empty() && !sampler.greedy();
+  // Greedy: every row's token in one read from the device, before anything is emitted.
+  const std::vector<int64_t> greedy =
+      sampler.greedy() ? sampler.GreedyTokens(logits.narrow(0, 0, drafts + 1), prompt, generated,
+                                              block.subspan(1))
+                       : std::vector<int64_t>();
   for (int64_t i = 0;; ++i) {
     // `generated` grows with every emit, so each row sees the output up to its own position.
     int64_t token = 0;
     bool accepted = false;
-    if (rejection && i < drafts) {
+    if (sampler.greedy()) {
+      token = greedy[i];
+      accepted = i < drafts && block[i + 1] == token;
+    } else if (rejection && i < drafts) {
       const std::optional<int64_t> replacement =
           RejectionStep(sampler.Probabilities(logits[i], prompt, generated), block[i + 1],
                         distributions[i], sampler);

@@ -71,6 +71,30 @@ int64_t Sampler::Sample(const at::Tensor& logits, std::span<const int64_t> promp
   return Draw(Probabilities(logits, prompt, generated));
 }
 
+std::vector<int64_t> Sampler::GreedyTokens(const at::Tensor& logits,
+                                           std::span<const int64_t> prompt,
+                                           std::span<const int64_t> generated,
+                                           std::span<const int64_t> continuation) const {
+  const int64_t rows = logits.size(0);
+  const bool penalised = params_.repetition_penalty != 1 || params_.presence_penalty != 0 ||
+                         params_.frequency_penalty != 0 ||
+                         static_cast<int64_t>(generated.size()) < params_.min_new_tokens;
+  at::Tensor best;
+  if (!penalised) {
+    best = logits.argmax(-1);
+  } else {
+    std::vector<int64_t> seen(generated.begin(), generated.end());
+    std::vector<at::Tensor> scores;
+    for (int64_t i = 0; i < rows; ++i) {
+      scores.push_back(PenalisedLogits(logits[i], prompt, seen));
+      if (i < static_cast<int64_t>(continuation.size())) seen.push_back(continuation[i]);
+    }
+    best = at::stack(scores).argmax(-1);
+  }
+  const at::Tensor host = best.to(at::kCPU, at::kLong).contiguous();
+  return {host.data_ptr<int64_t>(), host.data_ptr<int64_t>() + rows};
+}
+
 int64_t Sampler::Draw(const at::Tensor& probabilities) {
   const at::Tensor cumulative = probabilities.cumsum(0);
   // Inverse CDF with our own uniform, so a seed means the same tokens on any device.

@@ -48,6 +48,13 @@ class Sampler {
   int64_t Sample(const at::Tensor& logits, std::span<const int64_t> prompt,
                  std::span<const int64_t> generated);
 
+  // Greedy only: the token Sample would pick at each row of `logits` [rows, vocab], row i after
+  // `generated` and then continuation[0, i) (the drafts a verify block accepts before row i is
+  // reached), read back to the host at once: one device sync for a verify block.
+  std::vector<int64_t> GreedyTokens(const at::Tensor& logits, std::span<const int64_t> prompt,
+                                    std::span<const int64_t> generated,
+                                    std::span<const int64_t> continuation) const;
+
   // An index drawn from `probabilities` [n] (summing to 1) with one uniform of the stream.
   int64_t Draw(const at::Tensor& probabilities);
 

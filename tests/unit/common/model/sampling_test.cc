@@ -89,6 +89,33 @@ TEST(SamplerTest, TheEndingIdsGetNoProbabilityUntilMinNewTokens) {
   EXPECT_EQ(warm.Probabilities(logits, {}, {})[0].item<float>(), 0.0F);
 }
 
+// A verify block's rows at once: row i as Sample would pick it after the i drafts before it.
+TEST(SamplerTest, GreedyTokensAreEachRowsSampleAfterTheContinuationBeforeIt) {
+  const at::Tensor logits =
+      at::tensor({4.0F, 3.5F, 1.0F, 0.0F, 3.9F, 3.0F, 1.0F, 0.0F, 2.0F, 2.0F, 3.0F, 2.5F})
+          .reshape({3, 4});
+  const std::vector<int64_t> generated = {2};
+  const std::vector<int64_t> continuation = {0, 1};
+  for (const SamplingParams& params :
+       {SamplingParams{}, SamplingParams{.repetition_penalty = 2.0},
+        SamplingParams{.presence_penalty = 1.0},
+        SamplingParams{.temperature = 0, .min_new_tokens = 3, .ending_ids = {2}}}) {
+    Sampler sampler(params);
+    std::vector<int64_t> expected;
+    std::vector<int64_t> seen = generated;
+    for (int64_t i = 0; i < 3; ++i) {
+      expected.push_back(sampler.Sample(logits[i], {}, seen));
+      if (i < 2) seen.push_back(continuation[i]);
+    }
+    EXPECT_EQ(sampler.GreedyTokens(logits, {}, generated, continuation), expected);
+  }
+  // Penalties change the picks here, so the rows above were not all alike.
+  EXPECT_EQ(Sampler({}).GreedyTokens(logits, {}, generated, continuation),
+            (std::vector<int64_t>{0, 0, 2}));
+  EXPECT_EQ(Sampler({.repetition_penalty = 2.0}).GreedyTokens(logits, {}, generated, continuation),
+            (std::vector<int64_t>{0, 1, 3}));
+}
+
 TEST(SamplerTest, TheSameSeedDrawsTheSameTokens) {
   const at::Tensor logits = at::zeros({1000});
   Sampler first({.temperature = 1.0, .seed = 42});
