@@ -3,7 +3,8 @@
 // random prompts: decode tokens/s of both, τ, the speedup, and what a drafting and a verify step
 // cost in target decode steps: full blocks, and blocks the speculation guard picks (one guard for
 // every run, as a server keeps one). With --min-confidence the adaptive draft length runs beside
-// them. Each measurement is the fastest of a few runs.
+// them. Each measurement is the fastest of a few runs. With --force-tau every block accepts the
+// same number of tokens (forced_acceptance_drafter.h), the engine's speed at that acceptance.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "cli/specd/commands.h"
 #include "cli/specd/model_options_flags.h"
 #include "common/engine/drafter_factory.h"
+#include "common/engine/forced_acceptance_drafter.h"
 #include "common/engine/generator.h"
 #include "common/engine/regime.h"
 #include "common/model/qwen35_model.h"
@@ -29,6 +31,7 @@ struct SpecBenchFlags {
   int64_t block_size = 0;
   int64_t draft_window = 0;
   double min_confidence = 0;
+  int64_t force_tau = 0;  // 0: the drafter's own proposals
   double scale = 1;
   std::vector<int64_t> prompt_lengths;  // overrides, one per regime
   std::vector<int64_t> new_tokens;
@@ -94,11 +97,43 @@ void PrintSpeculative(const char* label, const engine::GenerationResult& spec,
   const double decode_ms = target.timings.decode_ms_per_token;
   std::printf(
       "  %-9s %9.1f tok/s  tau %5.2f  speedup %5.2fx  draft %7.2f ms/step (%5.2f decode)"
-      "  verify %7.2f ms/step (%5.2f decode)  %s\n",
+      "  verify %7.2f ms/step (%5.2f decode)  total %.1f ms  %s\n",
       label, DecodeTokensPerSecond(spec), stats.tau(),
       DecodeTokensPerSecond(spec) / DecodeTokensPerSecond(target), stats.draft_ms / steps,
       stats.draft_ms / steps / decode_ms, stats.verify_ms / steps,
-      stats.verify_ms / steps / decode_ms, spec.ids == target.ids ? "same ids" : "IDS DIFFER");
+      stats.verify_ms / steps / decode_ms, spec.timings.total_ms,
+      spec.ids == target.ids ? "same ids" : "IDS DIFFER");
+}
+
+// The speculative columns of one workload, drafting with `drafter`.
+absl::Status RunSpeculative(const SpecBenchFlags& flags, const model::Qwen35Model& target,
+                            const engine::Drafter& drafter,
+                            const engine::GenerationRequest& request,
+                            const engine::GenerationResult& alone) {
+  engine::DraftOptions options{
+      .block_size = flags.block_size, .window = flags.draft_window, .min_confidence = 0};
+  absl::StatusOr<engine::Generator> speculative =
+      engine::Generator::Speculative(target, drafter, nullptr, options);
+  if (!speculative.ok()) return speculative.status();
+  absl::StatusOr<engine::GenerationResult> spec = Fastest(*speculative, request, flags.repeats);
+  if (!spec.ok()) return spec.status();
+  PrintSpeculative("fixed", *spec, alone);
+  absl::StatusOr<engine::Generator> guarded =
+      engine::Generator::Speculative(target, drafter, nullptr, options, {}, /*guarded=*/true);
+  if (!guarded.ok()) return guarded.status();
+  absl::StatusOr<engine::GenerationResult> chosen = Fastest(*guarded, request, flags.repeats);
+  if (!chosen.ok()) return chosen.status();
+  PrintSpeculative("guarded", *chosen, alone);
+  if (flags.min_confidence > 0) {
+    options.min_confidence = flags.min_confidence;
+    absl::StatusOr<engine::Generator> adaptive =
+        engine::Generator::Speculative(target, drafter, nullptr, options);
+    if (!adaptive.ok()) return adaptive.status();
+    absl::StatusOr<engine::GenerationResult> cut = Fastest(*adaptive, request, flags.repeats);
+    if (!cut.ok()) return cut.status();
+    PrintSpeculative("adaptive", *cut, alone);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status BenchSpec(const SpecBenchFlags& flags) {
@@ -109,26 +144,25 @@ absl::Status BenchSpec(const SpecBenchFlags& flags) {
   absl::StatusOr<std::unique_ptr<engine::Drafter>> drafter =
       engine::OpenDrafter(flags.drafter, *target, flags.block_size);
   if (!drafter.ok()) return drafter.status();
-  engine::DraftOptions options{
-      .block_size = flags.block_size, .window = flags.draft_window, .min_confidence = 0};
-  absl::StatusOr<engine::Generator> speculative =
-      engine::Generator::Speculative(*target, **drafter, nullptr, options);
-  if (!speculative.ok()) return speculative.status();
-  absl::StatusOr<engine::Generator> guarded =
-      engine::Generator::Speculative(*target, **drafter, nullptr, options, {}, /*guarded=*/true);
-  if (!guarded.ok()) return guarded.status();
-  options.min_confidence = flags.min_confidence;
-  absl::StatusOr<engine::Generator> adaptive =
-      engine::Generator::Speculative(*target, **drafter, nullptr, options);
-  if (!adaptive.ok()) return adaptive.status();
   const engine::Generator baseline(*target, nullptr);
 
-  std::printf("model    %s\ndrafter  %s, block %lld, window %lld\n", flags.model.c_str(),
-              flags.drafter.c_str(), static_cast<long long>(speculative->block_size()),
-              static_cast<long long>(flags.draft_window));
-  // Pages the mapped weights in before anything is timed.
-  const engine::GenerationRequest warm_up = GreedyRequest(8, 4, vocab, flags.seed);
-  if (absl::StatusOr<engine::GenerationResult> warm = speculative->Generate(warm_up); !warm.ok()) {
+  std::printf(
+      "model    %s\ndrafter  %s, block %lld, window %lld", flags.model.c_str(),
+      flags.drafter.c_str(),
+      static_cast<long long>(flags.block_size > 0 ? flags.block_size : (*drafter)->block_size()),
+      static_cast<long long>(flags.draft_window));
+  if (flags.force_tau > 0) {
+    std::printf(", acceptance forced to tau %lld", static_cast<long long>(flags.force_tau));
+  }
+  std::printf("\n");
+  // Pages the mapped weights of both models in before anything is timed.
+  absl::StatusOr<engine::Generator> warm_up = engine::Generator::Speculative(
+      *target, **drafter, nullptr,
+      {.block_size = flags.block_size, .window = flags.draft_window, .min_confidence = 0});
+  if (!warm_up.ok()) return warm_up.status();
+  if (absl::StatusOr<engine::GenerationResult> warm =
+          warm_up->Generate(GreedyRequest(8, 4, vocab, flags.seed));
+      !warm.ok()) {
     return warm.status();
   }
   for (const engine::RegimeWorkload& workload : Workloads(flags)) {
@@ -136,21 +170,28 @@ absl::Status BenchSpec(const SpecBenchFlags& flags) {
         GreedyRequest(workload.prompt_tokens, workload.new_tokens, vocab, flags.seed);
     absl::StatusOr<engine::GenerationResult> alone = Fastest(baseline, request, flags.repeats);
     if (!alone.ok()) return alone.status();
-    absl::StatusOr<engine::GenerationResult> spec = Fastest(*speculative, request, flags.repeats);
-    if (!spec.ok()) return spec.status();
-    std::printf("%-6s %lld → %lld tokens\n  %-9s %9.1f tok/s  (%.2f ms/token, prefill %.1f ms)\n",
-                engine::RegimeName(workload.regime), static_cast<long long>(workload.prompt_tokens),
-                static_cast<long long>(workload.new_tokens), "target",
-                DecodeTokensPerSecond(*alone), alone->timings.decode_ms_per_token,
-                alone->timings.prefill_ms);
-    PrintSpeculative("fixed", *spec, *alone);
-    absl::StatusOr<engine::GenerationResult> chosen = Fastest(*guarded, request, flags.repeats);
-    if (!chosen.ok()) return chosen.status();
-    PrintSpeculative("guarded", *chosen, *alone);
-    if (flags.min_confidence > 0) {
-      absl::StatusOr<engine::GenerationResult> cut = Fastest(*adaptive, request, flags.repeats);
-      if (!cut.ok()) return cut.status();
-      PrintSpeculative("adaptive", *cut, *alone);
+    std::printf(
+        "%-6s %lld → %lld tokens\n  %-9s %9.1f tok/s  (%.2f ms/token, prefill %.1f ms,"
+        " total %.1f ms)\n",
+        engine::RegimeName(workload.regime), static_cast<long long>(workload.prompt_tokens),
+        static_cast<long long>(workload.new_tokens), "target", DecodeTokensPerSecond(*alone),
+        alone->timings.decode_ms_per_token, alone->timings.prefill_ms, alone->timings.total_ms);
+    if (flags.force_tau == 0) {
+      if (absl::Status ran = RunSpeculative(flags, *target, **drafter, request, *alone);
+          !ran.ok()) {
+        return ran;
+      }
+      continue;
+    }
+    // The target's own continuation, which the forced drafts follow.
+    std::vector<int64_t> reference = request.prompt;
+    reference.insert(reference.end(), alone->ids.begin(), alone->ids.end());
+    absl::StatusOr<std::unique_ptr<engine::ForcedAcceptanceDrafter>> forced =
+        engine::ForcedAcceptanceDrafter::Create(**drafter, std::move(reference), flags.force_tau,
+                                                vocab);
+    if (!forced.ok()) return forced.status();
+    if (absl::Status ran = RunSpeculative(flags, *target, **forced, request, *alone); !ran.ok()) {
+      return ran;
     }
   }
   return absl::OkStatus();
@@ -183,6 +224,13 @@ void AddSpecBench(CLI::App& bench) {
                    "Also run the adaptive draft length, cutting blocks below this draft "
                    "probability")
       ->check(CLI::Range(0.0, 1.0));
+  command
+      ->add_option("--force-tau", flags->force_tau,
+                   "Force every block to accept this many tokens (the target's own next token "
+                   "included): the drafter runs in full, then its first N-1 drafts are replaced by "
+                   "the target's greedy tokens and the Nth by another, to measure the engine at a "
+                   "given acceptance whatever the drafter")
+      ->check(CLI::PositiveNumber);
   CLI::Option* scale =
       command
           ->add_option("--scale", flags->scale,
