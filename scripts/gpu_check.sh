@@ -2,8 +2,9 @@
 # Runs on a CUDA machine (the device tool): builds the engine alone against the carried
 # .cache/gpu-bundle (scripts/gpu_bundle.sh) and, when present, the CUDA LibTorch of the local
 # PyTorch; runs the gpu-labelled tests, the op table's backend checks (CUDA's among them), the W4A16
-# GEMM benchmark and a Qwen3.5-4B-shaped INT4 decode step; prints a short table and the benchmarks'
-# numbers last. Full logs go to $OUT (or build-gpu/logs/).
+# GEMM benchmark beside PyTorch's INT4 kernel, a Qwen3.5-4B-shaped INT4 decode step, speculative
+# decoding at a forced tau on the three regimes and transformers on the same shape; prints a short
+# table and the benchmarks' numbers last. Full logs go to $OUT (or build-gpu/logs/).
 #   here:       bash scripts/gpu_bundle.sh && cp -rL ../shared .cache/shared
 #   device run: bash scripts/gpu_check.sh      (carry: .cache/gpu-bundle, .cache/shared)
 set -uo pipefail
@@ -46,6 +47,17 @@ step init-4b timeout 240 "$specd" bench init-model --preset qwen35-4b --dtype bf
   --group-size 128 --out build-gpu/qwen35-4b-w4a16
 step decode-4b timeout 120 "$specd" bench decode --model build-gpu/qwen35-4b-w4a16 --device cuda \
   --prompt-len 512 --tokens 64 --block 16 --batch 16
+# PyTorch's own W4A16 kernel on the same shapes, measured as the W4A16 GEMM benchmark measures.
+step torch-int4 timeout 120 python3 tests/bench/torch_int4_gemm.py
+# Speculative decoding with a 5-layer DFlash drafter of the target's width (random weights, so its
+# acceptance is forced to tau 6: it drafts in full, the target's own tokens replace its first 5),
+# on the three regimes; then transformers on the same shape, the short regime (12.3 s in GPU.md).
+step drafter-5l timeout 120 "$specd" drafter init --target build-gpu/qwen35-4b-w4a16 --layers 5 \
+  --block-size 16 --out build-gpu/drafter-5l
+step spec-4b timeout 300 "$specd" bench spec --model build-gpu/qwen35-4b-w4a16 --device cuda \
+  --drafter build-gpu/drafter-5l --force-tau 6 --repeats 1
+step hf-4b timeout 120 python3 tests/bench/transformers_regimes.py build-gpu/qwen35-4b-w4a16 \
+  --regimes short
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"$logs/device.txt" 2>&1
 
 echo "== specd gpu check ($(cat "$logs/device.txt")) =="
@@ -53,5 +65,9 @@ printf '%s\n' "${results[@]}"
 grep -hE 'tests passed|Skipped|Failed' "$logs/gpu-tests.log" "$logs/backend-ops.log" || true
 echo "== Qwen3.5-4B-shaped W4A16 on the device ($logs/decode-4b.log) =="
 grep -E '^(prefill|decode|verify block|batched decode) ' "$logs/decode-4b.log" || true
-echo "== W4A16 GEMM vs cuBLAS ($logs/w4a16-bench.log) =="
+echo "== Speculative, acceptance forced to tau 6, and transformers ($logs/spec-4b.log, hf-4b.log) =="
+grep -vE '^(model|drafter) ' "$logs/spec-4b.log" || true
+grep -E '^(transformers|short|medium|long) ' "$logs/hf-4b.log" || true
+echo "== W4A16 GEMM vs cuBLAS ($logs/w4a16-bench.log) and PyTorch's INT4 ($logs/torch-int4.log) =="
 cat "$logs/w4a16-bench.log"
+cat "$logs/torch-int4.log"

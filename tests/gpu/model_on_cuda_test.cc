@@ -1,12 +1,14 @@
 // The model and the engine on a GPU, bf16 (the model dtype there): the fixtures predict what
 // transformers predicts, a verify block on a warm cache computes what one prefill does, and greedy
-// speculative output is target-only output token for token. Skipped without a CUDA device.
+// speculative output is target-only output token for token, alone and batched with other requests.
+// Skipped without a CUDA device.
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 
 #include <cstdint>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/engine/generator.h"
@@ -94,6 +96,36 @@ TEST_P(ModelOnCudaTest, GreedySpeculativeOutputIsTargetOnlys) {
         Speculative(*target_, *block, request, nullptr, nullptr,
                     {.block_size = 8, .window = 0, .min_confidence = 0});
     EXPECT_EQ(speculative.ids, TargetOnly(*target_, request).ids) << "prompt of " << prompt_length;
+  }
+}
+
+// Lossless under load on the device: eight requests at once on one speculative generator share its
+// forwards (its batchers), and each gives what the target alone gives it. Where a kernel's rounding
+// depends on how many rows a forward has, this is where it shows.
+TEST_P(ModelOnCudaTest, GreedySpeculativeOutputInABatchIsTargetOnlys) {
+  absl::StatusOr<model::DFlashDrafter> drafter =
+      model::DFlashDrafter::Load(FixtureDir("dflash-tiny-a"), OnCuda());
+  const std::unique_ptr<DFlashBlockDrafter> block = BlockDrafter(std::move(drafter), *target_);
+  ASSERT_NE(block, nullptr);
+  absl::StatusOr<Generator> speculative = Generator::Speculative(
+      *target_, *block, nullptr, {.block_size = 8, .window = 0, .min_confidence = 0});
+  ASSERT_TRUE(speculative.ok()) << speculative.status();
+  constexpr int kRequests = 8;
+  std::vector<GenerationRequest> requests;
+  for (int i = 0; i < kRequests; ++i) {
+    const auto prompt_length = static_cast<int64_t>(1 + (i * 13) % ids_.size());
+    requests.push_back(Request(std::vector<int64_t>(ids_.begin(), ids_.begin() + prompt_length),
+                               /*max_new_tokens=*/24));
+  }
+  std::vector<absl::StatusOr<GenerationResult>> together(kRequests, absl::UnknownError(""));
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kRequests; ++i) {
+    clients.emplace_back([&, i] { together[i] = speculative->Generate(requests[i]); });
+  }
+  for (std::thread& client : clients) client.join();
+  for (int i = 0; i < kRequests; ++i) {
+    ASSERT_TRUE(together[i].ok()) << together[i].status();
+    EXPECT_EQ(together[i]->ids, TargetOnly(*target_, requests[i]).ids) << "request " << i;
   }
 }
 
