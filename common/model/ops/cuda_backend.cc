@@ -196,6 +196,26 @@ at::Tensor CausalConv1d(const at::Tensor& x, const at::Tensor& weight, const at:
   return out;
 }
 
+// LibTorch's fused attention (its FlashAttention or memory-efficient kernels, chosen by shape and
+// mask): no [heads, Tq, Tk] float32 scores in memory, GQA read in place (enable_gqa), the
+// softmax accumulated in float32 inside the kernel. The visibility becomes a boolean mask where a
+// query does not see every key.
+at::Tensor Attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                     const Visibility& visibility) {
+  if (!KernelsTake(at::kBFloat16, {&q, &k, &v})) {
+    return ReferenceOps().attention(q, k, v, visibility);
+  }
+  std::optional<at::Tensor> seen;
+  if (const at::Tensor hidden = Hidden(visibility, q.size(0), k.size(1), q.device());
+      hidden.defined()) {
+    seen = hidden.logical_not();
+  }
+  const at::Tensor out = at::scaled_dot_product_attention(
+      q.permute({1, 0, 2}).unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), seen,
+      /*dropout_p=*/0.0, /*is_causal=*/false, /*scale=*/std::nullopt, /*enable_gqa=*/true);
+  return out.squeeze(0).permute({1, 0, 2});  // [Tq, heads, head_dim]
+}
+
 }  // namespace kernels_cuda
 }  // namespace
 
@@ -207,6 +227,7 @@ const Backend& CudaBackend() {
           .project_int4_tensors = &kernels_cuda::ProjectInt4Tensors,
           .recurrent_gated_delta_rule = &RecurrentGatedDeltaRuleOr<&kernels_cuda::DeltaRuleKernel>,
           .chunked_gated_delta_rule = &ChunkedGatedDeltaRuleOr<&kernels_cuda::DeltaRuleKernel>,
+          .attention = &kernels_cuda::Attention,
           .rms_norm = &kernels_cuda::RmsNorm,
           .gated_rms_norm = &kernels_cuda::GatedRmsNorm,
           .rotary = &kernels_cuda::Rotary,

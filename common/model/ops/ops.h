@@ -83,6 +83,11 @@ struct Visibility {
   }
 };
 
+// The keys each of `queries` queries may not see among `keys` keys, [queries, keys] bool on
+// `device`; undefined when it sees them all. Every backend reads a Visibility through it.
+at::Tensor Hidden(const Visibility& visibility, int64_t queries, int64_t keys,
+                  const at::Device& device);
+
 // softmax(q kᵀ / √head_dim) v over the keys each query sees. q [Tq, heads, head_dim]; k, v
 // [kv_heads, Tk, head_dim] with heads a multiple of kv_heads (GQA: query head h reads kv head
 // h / (heads / kv_heads)). Scores and softmax in float32; returns [Tq, heads, head_dim] in q's

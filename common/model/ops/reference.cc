@@ -140,24 +140,6 @@ at::Tensor ChunkedGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const
   return at::cat(outputs, 1).transpose(0, 1);  // [T, H, Dv]
 }
 
-// The keys each query may not see, [Tq, Tk] (bool); undefined when it sees them all.
-at::Tensor Hidden(const Visibility& visibility, int64_t queries, int64_t keys,
-                  const at::Device& device) {
-  using Rule = Visibility::Rule;
-  if (visibility.rule == Rule::kAll) return {};
-  if (visibility.rule == Rule::kMask) return visibility.mask.logical_not();
-  const auto long_options = at::TensorOptions().dtype(at::kLong).device(device);
-  const int64_t key_end = visibility.key_start + keys;
-  if (visibility.rule == Rule::kCausal && key_end <= visibility.query_start + 1) return {};
-  const at::Tensor query_positions =
-      at::arange(visibility.query_start, visibility.query_start + queries, long_options);
-  const at::Tensor key_positions = at::arange(visibility.key_start, key_end, long_options);
-  if (visibility.rule == Rule::kCausal) {
-    return key_positions.unsqueeze(0) > query_positions.unsqueeze(1);
-  }
-  return (key_positions.unsqueeze(0) - query_positions.unsqueeze(1)).abs() >= visibility.window;
-}
-
 at::Tensor Attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                      const Visibility& visibility) {
   const int64_t queries = q.size(0), heads = q.size(1), head_dim = q.size(2);
@@ -167,7 +149,7 @@ at::Tensor Attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   const at::Tensor grouped_q = q.permute({1, 0, 2}).reshape({kv_heads, group * queries, head_dim});
   at::Tensor scores = at::matmul(grouped_q, k.transpose(1, 2)).to(at::kFloat) /
                       std::sqrt(static_cast<double>(head_dim));
-  if (const at::Tensor hidden = Hidden(visibility, queries, k.size(1), q.device());
+  if (const at::Tensor hidden = ops::Hidden(visibility, queries, k.size(1), q.device());
       hidden.defined()) {
     scores = scores.masked_fill(hidden.repeat({group, 1}), -std::numeric_limits<float>::infinity());
   }
@@ -223,6 +205,23 @@ at::Tensor CausalConv1d(const at::Tensor& x, const at::Tensor& weight, const at:
 
 }  // namespace composition
 }  // namespace
+
+at::Tensor Hidden(const Visibility& visibility, int64_t queries, int64_t keys,
+                  const at::Device& device) {
+  using Rule = Visibility::Rule;
+  if (visibility.rule == Rule::kAll) return {};
+  if (visibility.rule == Rule::kMask) return visibility.mask.logical_not();
+  const auto long_options = at::TensorOptions().dtype(at::kLong).device(device);
+  const int64_t key_end = visibility.key_start + keys;
+  if (visibility.rule == Rule::kCausal && key_end <= visibility.query_start + 1) return {};
+  const at::Tensor query_positions =
+      at::arange(visibility.query_start, visibility.query_start + queries, long_options);
+  const at::Tensor key_positions = at::arange(visibility.key_start, key_end, long_options);
+  if (visibility.rule == Rule::kCausal) {
+    return key_positions.unsqueeze(0) > query_positions.unsqueeze(1);
+  }
+  return (key_positions.unsqueeze(0) - query_positions.unsqueeze(1)).abs() >= visibility.window;
+}
 
 const OpTable& ReferenceOps() {
   static const OpTable table{.project = &composition::Project,

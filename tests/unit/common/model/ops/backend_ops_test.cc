@@ -337,6 +337,17 @@ TEST(BackendOpsTest, ChunkedGatedDeltaRule) {
   });
 }
 
+// Attention and the elementwise ops run in float32, and in bf16 (a GPU model's activations and
+// weights) against the reference run on the same bf16 values: either rounds a bf16 output to
+// within 2^-8 of a value.
+struct ElementDtype {
+  at::ScalarType dtype;
+  double tolerance;
+};
+std::vector<ElementDtype> ElementDtypes(double float32_tolerance) {
+  return {{at::kFloat, float32_tolerance}, {at::kBFloat16, 1e-2}};
+}
+
 TEST(BackendOpsTest, Attention) {
   struct Case {
     const char* what;
@@ -359,30 +370,23 @@ TEST(BackendOpsTest, Attention) {
   };
   ForEachBackend(&OpTable::attention, [&](const Backend& backend) {
     for (const Case& c : cases) {
-      SCOPED_TRACE(c.what);
-      at::manual_seed(c.keys);
-      const at::Tensor q = at::randn({c.queries, c.heads, c.head_dim});
-      // Keys and values as a cache holds them: the first `keys` rows of a longer buffer.
-      const at::Tensor k = at::randn({c.kv_heads, c.keys + 5, c.head_dim}).narrow(1, 0, c.keys);
-      const at::Tensor v = at::randn({c.kv_heads, c.keys + 5, c.head_dim}).narrow(1, 0, c.keys);
-      Visibility on_device = c.visibility;
-      if (on_device.mask.defined()) on_device.mask = On(on_device.mask, backend);
-      EXPECT_TRUE(
-          Close(backend.ops.attention(On(q, backend), On(k, backend), On(v, backend), on_device),
-                ReferenceOps().attention(q, k, v, c.visibility), 1e-5));
+      for (const ElementDtype& type : ElementDtypes(1e-5)) {
+        SCOPED_TRACE(::testing::Message() << c.what << ", " << at::toString(type.dtype));
+        at::manual_seed(c.keys);
+        const at::Tensor q = at::randn({c.queries, c.heads, c.head_dim}).to(type.dtype);
+        // Keys and values as a cache holds them: the first `keys` rows of a longer buffer.
+        const at::Tensor k =
+            at::randn({c.kv_heads, c.keys + 5, c.head_dim}).to(type.dtype).narrow(1, 0, c.keys);
+        const at::Tensor v =
+            at::randn({c.kv_heads, c.keys + 5, c.head_dim}).to(type.dtype).narrow(1, 0, c.keys);
+        Visibility on_device = c.visibility;
+        if (on_device.mask.defined()) on_device.mask = On(on_device.mask, backend);
+        EXPECT_TRUE(
+            Close(backend.ops.attention(On(q, backend), On(k, backend), On(v, backend), on_device),
+                  ReferenceOps().attention(q, k, v, c.visibility), type.tolerance));
+      }
     }
   });
-}
-
-// The elementwise ops run in float32, and in bf16 (a GPU model's activations and weights)
-// against the reference run on the same bf16 values: either rounds a bf16 output to within 2^-8
-// of a value.
-struct ElementDtype {
-  at::ScalarType dtype;
-  double tolerance;
-};
-std::vector<ElementDtype> ElementDtypes(double float32_tolerance) {
-  return {{at::kFloat, float32_tolerance}, {at::kBFloat16, 1e-2}};
 }
 
 TEST(BackendOpsTest, RmsNorms) {
