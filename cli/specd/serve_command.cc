@@ -47,6 +47,7 @@
 #include "services/openai/openai_server.h"
 #include "services/orchestrator/generation_grpc.h"
 #include "services/orchestrator/generation_handler.h"
+#include "services/shared_weights/shared_token_head.h"
 #include "services/trainer/service/trainer_server.h"
 #include "services/verifier/verifier_grpc.h"
 #include "services/verifier/verifier_handler.h"
@@ -281,20 +282,47 @@ absl::Status AddVerifier(const ServeFlags& flags, prometheus::Registry& registry
   return absl::OkStatus();
 }
 
+// The embedding and head the verifier at --verifier-addr shares from its GPU, mapped; the verifier
+// is waited for up to --call-timeout (processes may start in any order).
+absl::StatusOr<model::TokenHead> VerifierTokenHead(const ServeFlags& flags,
+                                                   const io::Qwen35TextConfig& config) {
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      rpc::ChannelCredentialsOf(flags.tls);
+  if (!credentials.ok()) return credentials.status();
+  const absl::Time deadline = absl::Now() + Seconds(flags.call_timeout_s);
+  verifier::GrpcVerifierClient client(
+      rpc::Connect(flags.verifier_addr, *credentials, flags.tls.server_name),
+      Seconds(flags.call_timeout_s));
+  absl::StatusOr<v1::TargetVerifierServiceInfoResponse> info = client.Info();
+  while (absl::IsUnavailable(info.status()) && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(500));
+    info = client.Info();
+  }
+  if (!info.ok()) {
+    return absl::Status(info.status().code(), absl::StrCat("--verifier-addr ", flags.verifier_addr,
+                                                           ": ", info.status().message()));
+  }
+  return shared_weights::MapTokenHead(info->shared_weights(), config, flags.model_options);
+}
+
 // The drafter --drafter names, for the target in `target_dir`. A DFlash drafter drafts through
-// the target's embedding and head: in process, the verifier's own tensors; on its own, the two
-// tensors read from the target checkpoint.
+// the target's embedding and head: in process, the verifier's own tensors; with --verifier-addr,
+// those the verifier shares from its GPU; otherwise the two tensors read from the target
+// checkpoint.
 absl::Status AddDrafter(const ServeFlags& flags, const std::string& target_dir,
                         prometheus::Registry& registry, Role& role) {
   absl::StatusOr<io::Qwen35CheckpointConfig> target_config =
       io::ReadQwen35CheckpointConfig(target_dir);
   if (!target_config.ok()) return target_config.status();
-  absl::StatusOr<drafter::ServedDrafter> served = drafter::OpenServedDrafter(
-      flags.drafter, target_config->text, flags.model_options,
-      [&]() -> absl::StatusOr<model::TokenHead> {
-        return role.target.has_value() ? role.target->token_head()
-                                       : model::TokenHead::Load(target_dir);
-      });
+  const bool shares_weights = !role.target.has_value() && !flags.verifier_addr.empty();
+  absl::StatusOr<drafter::ServedDrafter> served =
+      drafter::OpenServedDrafter(flags.drafter, target_config->text, flags.model_options,
+                                 [&]() -> absl::StatusOr<model::TokenHead> {
+                                   if (role.target.has_value()) return role.target->token_head();
+                                   if (shares_weights)
+                                     return VerifierTokenHead(flags, target_config->text);
+                                   return model::TokenHead::Load(target_dir);
+                                 });
   if (!served.ok()) return served.status();
   absl::StatusOr<engine::CachePool*> pool = CachePoolOf(flags, registry, role);
   if (!pool.ok()) return pool.status();
@@ -313,7 +341,8 @@ absl::Status AddDrafter(const ServeFlags& flags, const std::string& target_dir,
            .session_idle_timeout = Seconds(flags.session_idle_timeout_s),
            .open_sessions = &open_sessions,
            .batching = BatchingOf(flags, registry, "drafter"),
-           .cache_pool = *pool});
+           .cache_pool = *pool,
+           .uses_shared_weights = shares_weights && served->dflash != nullptr});
   if (!handler.ok()) return handler.status();
   role.drafter = *std::move(handler);
   role.services.push_back(std::make_unique<drafter::DrafterGrpcService>(*role.drafter));
@@ -690,7 +719,9 @@ void AddServeCommand(CLI::App& app) {
           "drafter, orchestrator, all: default draft attention window (0: the drafter's own)")
       ->capture_default_str();
   serve->add_option("--verifier-addr", flags->verifier_addr,
-                    "orchestrator: HOST:PORT (waited for, asked again every --pairs-refresh s)");
+                    "orchestrator: HOST:PORT (waited for, asked again every --pairs-refresh s); "
+                    "drafter: map the target's embedding and head from this verifier on the same "
+                    "GPU instead of reading a second copy from --target");
   serve->add_option("--drafter-addr", flags->drafter_addr,
                     "orchestrator: HOST:PORT (none: target-only)");
   serve->add_option("--pairs", flags->pairs,
@@ -741,7 +772,8 @@ void AddServeCommand(CLI::App& app) {
       ->capture_default_str();
   serve
       ->add_option("--call-timeout", flags->call_timeout_s,
-                   "orchestrator: seconds before a verifier or drafter call fails")
+                   "orchestrator: seconds before a verifier or drafter call fails; drafter with "
+                   "--verifier-addr: how long to wait for the verifier")
       ->capture_default_str();
   serve
       ->add_option("--regime-medium-from", flags->regime_medium_from,

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -92,6 +94,24 @@ class ScopedDevice {
   absl::Status status_;
 };
 
+// The buffers this process exports, by memory handle bytes: what a consumer in the same process
+// maps (CUDA opens no process's own handles).
+struct ExportedBuffer {
+  void* data;
+  cudaEvent_t event;
+  int device;
+};
+
+std::mutex& ExportsMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+std::map<std::string, ExportedBuffer>& Exports() {
+  static auto* exports = new std::map<std::string, ExportedBuffer>();
+  return *exports;
+}
+
 }  // namespace
 
 absl::StatusOr<CudaIpcBuffer> CudaIpcBuffer::Create(uint64_t size_bytes, int device) {
@@ -132,6 +152,10 @@ absl::StatusOr<CudaIpcBuffer> CudaIpcBuffer::Create(uint64_t size_bytes, int dev
   region.set_device_index(device);
   region.set_device_uuid(*std::move(uuid));
   region.set_size_bytes(size_bytes);
+  {
+    std::lock_guard lock(ExportsMutex());
+    Exports()[region.memory_handle()] = {.data = data, .event = event, .device = device};
+  }
   return CudaIpcBuffer(data, event, std::move(region));
 }
 
@@ -156,6 +180,10 @@ CudaIpcBuffer& CudaIpcBuffer::operator=(CudaIpcBuffer&& other) noexcept {
 CudaIpcBuffer::~CudaIpcBuffer() { Reset(); }
 
 void CudaIpcBuffer::Reset() {
+  if (data_ != nullptr) {
+    std::lock_guard lock(ExportsMutex());
+    Exports().erase(region_.memory_handle());
+  }
   if (event_ != nullptr) cudaEventDestroy(std::exchange(event_, nullptr));
   if (data_ != nullptr) cudaFree(std::exchange(data_, nullptr));
   region_.Clear();
@@ -163,6 +191,32 @@ void CudaIpcBuffer::Reset() {
 
 absl::Status CudaIpcBuffer::RecordWrite(cudaStream_t stream) {
   return CudaStatus(cudaEventRecord(event_, stream), "cudaEventRecord(interprocess event)");
+}
+
+absl::StatusOr<v1::CudaIpcRegion> ExportAllocation(void* base, uint64_t size_bytes, int device) {
+  if (base == nullptr || size_bytes == 0) {
+    return absl::InvalidArgumentError("exporting an empty allocation");
+  }
+  ScopedDevice scoped_device(device);
+  if (!scoped_device.status().ok()) return scoped_device.status();
+  absl::StatusOr<std::string> uuid = DeviceUuid(device);
+  if (!uuid.ok()) return uuid.status();
+  cudaIpcMemHandle_t memory_handle;
+  if (absl::Status status =
+          CudaStatus(cudaIpcGetMemHandle(&memory_handle, base), "cudaIpcGetMemHandle");
+      !status.ok()) {
+    return status;
+  }
+  v1::CudaIpcRegion region;
+  region.set_memory_handle(memory_handle.reserved, sizeof(memory_handle.reserved));
+  region.set_device_index(device);
+  region.set_device_uuid(*std::move(uuid));
+  region.set_size_bytes(size_bytes);
+  {
+    std::lock_guard lock(ExportsMutex());
+    Exports()[region.memory_handle()] = {.data = base, .event = nullptr, .device = device};
+  }
+  return region;
 }
 
 absl::StatusOr<CudaIpcMapping> CudaIpcMapping::Open(const v1::CudaIpcRegion& region) {
@@ -179,6 +233,14 @@ absl::StatusOr<CudaIpcMapping> CudaIpcMapping::Open(const v1::CudaIpcRegion& reg
   }
   if (region.device_uuid().empty()) {
     return absl::InvalidArgumentError("CUDA IPC region names no device_uuid");
+  }
+  {
+    std::lock_guard lock(ExportsMutex());
+    if (const auto own = Exports().find(region.memory_handle()); own != Exports().end()) {
+      return CudaIpcMapping(own->second.data,
+                            region.event_handle().empty() ? nullptr : own->second.event,
+                            region.size_bytes(), own->second.device, /*opened=*/false);
+    }
   }
   absl::StatusOr<int> device = FindDevice(region.device_uuid(), region.device_index());
   if (!device.ok()) return device.status();
@@ -205,17 +267,19 @@ absl::StatusOr<CudaIpcMapping> CudaIpcMapping::Open(const v1::CudaIpcRegion& reg
       return status;
     }
   }
-  return CudaIpcMapping(data, event, region.size_bytes(), *device);
+  return CudaIpcMapping(data, event, region.size_bytes(), *device, /*opened=*/true);
 }
 
-CudaIpcMapping::CudaIpcMapping(void* data, cudaEvent_t event, uint64_t size, int device)
-    : data_(data), event_(event), size_(size), device_(device) {}
+CudaIpcMapping::CudaIpcMapping(void* data, cudaEvent_t event, uint64_t size, int device,
+                               bool opened)
+    : data_(data), event_(event), size_(size), device_(device), opened_(opened) {}
 
 CudaIpcMapping::CudaIpcMapping(CudaIpcMapping&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       event_(std::exchange(other.event_, nullptr)),
       size_(std::exchange(other.size_, 0)),
-      device_(std::exchange(other.device_, -1)) {}
+      device_(std::exchange(other.device_, -1)),
+      opened_(std::exchange(other.opened_, false)) {}
 
 CudaIpcMapping& CudaIpcMapping::operator=(CudaIpcMapping&& other) noexcept {
   if (this != &other) {
@@ -224,6 +288,7 @@ CudaIpcMapping& CudaIpcMapping::operator=(CudaIpcMapping&& other) noexcept {
     event_ = std::exchange(other.event_, nullptr);
     size_ = std::exchange(other.size_, 0);
     device_ = std::exchange(other.device_, -1);
+    opened_ = std::exchange(other.opened_, false);
   }
   return *this;
 }
@@ -231,10 +296,15 @@ CudaIpcMapping& CudaIpcMapping::operator=(CudaIpcMapping&& other) noexcept {
 CudaIpcMapping::~CudaIpcMapping() { Reset(); }
 
 void CudaIpcMapping::Reset() {
-  if (event_ != nullptr) cudaEventDestroy(std::exchange(event_, nullptr));
-  if (data_ != nullptr) cudaIpcCloseMemHandle(std::exchange(data_, nullptr));
+  if (opened_) {
+    if (event_ != nullptr) cudaEventDestroy(event_);
+    if (data_ != nullptr) cudaIpcCloseMemHandle(data_);
+  }
+  event_ = nullptr;
+  data_ = nullptr;
   size_ = 0;
   device_ = -1;
+  opened_ = false;
 }
 
 absl::Status CudaIpcMapping::WaitForWrites(cudaStream_t stream) {

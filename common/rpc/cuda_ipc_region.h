@@ -47,15 +47,21 @@ class CudaIpcBuffer {
   v1::CudaIpcRegion region_;
 };
 
-// Consumer side: another process's CudaIpcBuffer mapped into this one. Move-only; the destructor
-// closes the mapping and the event.
+// The region of memory this process already holds and will not change (weights): the
+// allocation at `base` (as cudaMalloc returned it, `size_bytes` long) on CUDA device ordinal
+// `device`, with no event. The allocation must outlive every consumer's mapping.
+absl::StatusOr<v1::CudaIpcRegion> ExportAllocation(void* base, uint64_t size_bytes, int device);
+
+// Consumer side: another process's CudaIpcBuffer (or ExportAllocation) mapped into this one.
+// Move-only; the destructor closes the mapping and the event.
 class CudaIpcMapping {
  public:
   // Finds the device by device_uuid (device_index is only a hint: ordinals depend on each
   // process's CUDA_VISIBLE_DEVICES) and opens the memory (cudaIpcMemLazyEnablePeerAccess) and,
-  // when event_handle is set, the event. INVALID_ARGUMENT for a handle that is not 64 bytes or
-  // an empty uuid; NOT_FOUND when no visible device has the uuid; INTERNAL when CUDA refuses
-  // (e.g. a handle from this same process, which CUDA does not allow).
+  // when event_handle is set, the event. A region this same process exports (services in one
+  // process) is its CudaIpcBuffer's own memory and event: CUDA refuses to open a process's own
+  // handles. INVALID_ARGUMENT for a handle that is not 64 bytes or an empty uuid; NOT_FOUND when
+  // no visible device has the uuid; INTERNAL when CUDA refuses.
   static absl::StatusOr<CudaIpcMapping> Open(const v1::CudaIpcRegion& region);
 
   CudaIpcMapping(CudaIpcMapping&& other) noexcept;
@@ -74,13 +80,14 @@ class CudaIpcMapping {
   int device() const { return device_; }
 
  private:
-  CudaIpcMapping(void* data, cudaEvent_t event, uint64_t size, int device);
+  CudaIpcMapping(void* data, cudaEvent_t event, uint64_t size, int device, bool opened);
   void Reset();
 
   void* data_ = nullptr;
   cudaEvent_t event_ = nullptr;
   uint64_t size_ = 0;
   int device_ = -1;
+  bool opened_ = false;  // false: this process's own buffer, which the mapping must not close
 };
 
 }  // namespace specd::rpc

@@ -11,20 +11,21 @@
 #include "common/base/clock.h"
 #include "common/base/torch_errors.h"
 #include "common/engine/target_session.h"
-#include "common/rpc/context_buffer.h"
 #include "common/rpc/draft_sampling_proto.h"
 #include "common/rpc/proto_duration.h"
 #include "common/rpc/random_id.h"
 #include "common/rpc/status.h"
+#include "services/drafter/mapped_context.h"
 
 namespace specd::drafter {
 
 struct DrafterHandler::Session {
   Session(int64_t context_width, engine::DraftBatcher& batcher)
-      : context(context_width), membership(batcher.Join()) {}
+      : context_width(context_width), membership(batcher.Join()) {}
 
   std::mutex mutex;  // calls on one session are serial by contract; this keeps a misuse safe
-  rpc::ContextBufferReader context;
+  int64_t context_width;
+  std::unique_ptr<MappedContext> context;  // mapped at the first handle, in its memory
   std::optional<engine::CachePool::Reservation> memory;  // before `draft`: given back after it
   std::unique_ptr<engine::DraftSession> draft;           // sized to the mapped buffer's rows
   int64_t capacity = 0;                                  // positions `draft` holds at most
@@ -111,7 +112,14 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
   int64_t end = static_cast<int64_t>(committed.begin()) + committed.ids_size();
   int64_t capacity = request.max_session_length();
   if (reads_rows_) {
-    if (absl::Status accepted = session.context.Accept(request.context()); !accepted.ok()) {
+    if (session.context == nullptr ||
+        session.context->memory() != request.context().memory_case()) {
+      absl::StatusOr<std::unique_ptr<MappedContext>> mapped =
+          NewMappedContext(request.context(), session.context_width);
+      if (!mapped.ok()) return mapped.status();
+      session.context = *std::move(mapped);
+    }
+    if (absl::Status accepted = session.context->Accept(request.context()); !accepted.ok()) {
       return accepted;
     }
     // Context projected from another buffer (a restarted verifier, a reused session id) is not
@@ -127,7 +135,7 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
                                         request.context().token_range().end())));
     }
     end = request.context().token_range().end();
-    capacity = session.context.rows();
+    capacity = session.context->rows();
   } else if (end > capacity) {
     return rpc::AtField("max_session_length",
                         absl::InvalidArgumentError(
@@ -209,8 +217,7 @@ absl::StatusOr<engine::CommittedContext> DrafterHandler::ContextOf(const Session
     }
   }
   if (reads_rows_) {
-    context.rows = at::from_blob(const_cast<float*>(session.context.Row(context.begin)),
-                                 {end - context.begin, session.context.width()}, at::kFloat);
+    context.rows = session.context->Rows(context.begin, end);
   }
   return context;
 }
@@ -244,8 +251,10 @@ absl::StatusOr<v1::DrafterServiceInfoResponse> DrafterHandler::Info() {
   info.set_vocab_size(static_cast<uint32_t>(target_config_.vocab_size));
   info.set_default_window(
       static_cast<uint32_t>(drafter.Resolve({.window = options_.default_window})->window));
-  if (reads_rows_) info.add_memory_kinds(v1::MEMORY_KIND_POSIX_SHM);
-  info.set_uses_shared_weights(false);
+  if (reads_rows_) {
+    for (const v1::MemoryKind kind : MappableMemoryKinds()) info.add_memory_kinds(kind);
+  }
+  info.set_uses_shared_weights(options_.uses_shared_weights);
   info.set_max_sessions(static_cast<uint32_t>(options_.max_sessions));
   *info.mutable_session_idle_timeout() = rpc::ToProtoDuration(options_.session_idle_timeout);
   return info;

@@ -34,6 +34,8 @@ struct DrafterOptions {
   // fit now is refused (RESOURCE_EXHAUSTED), its request going on target-only. It must outlive
   // the handler.
   engine::CachePool* cache_pool = nullptr;
+  // Whether the drafter's embedding and head are a verifier's, mapped (Info reports it).
+  bool uses_shared_weights = false;
 };
 
 class DrafterHandler final : public DrafterApi {

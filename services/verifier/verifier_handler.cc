@@ -3,8 +3,10 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -12,11 +14,12 @@
 #include "common/base/clock.h"
 #include "common/engine/draft_acceptance.h"
 #include "common/engine/stop_criteria.h"
-#include "common/rpc/context_buffer.h"
 #include "common/rpc/draft_sampling_proto.h"
 #include "common/rpc/proto_duration.h"
 #include "common/rpc/random_id.h"
 #include "common/rpc/status.h"
+#include "services/shared_weights/shared_token_head.h"
+#include "services/verifier/context_rows.h"
 #include "services/verifier/sampling_params.h"
 
 namespace specd::verifier {
@@ -29,7 +32,7 @@ struct VerifierHandler::Session {
   std::mutex mutex;  // calls on one session are serial by contract; this keeps a misuse safe
   engine::TargetSession target;
   engine::TargetBatcher::Membership membership;
-  std::optional<rpc::ContextBuffer> context;
+  std::unique_ptr<ContextRows> context;  // null: no drafter reads hidden states
   uint64_t generation = 0;
 };
 
@@ -50,7 +53,12 @@ absl::StatusOr<std::unique_ptr<VerifierHandler>> VerifierHandler::Create(
     options.max_session_length =
         std::min<int64_t>(options.max_session_length, config.max_position_embeddings);
   }
-  return std::unique_ptr<VerifierHandler>(new VerifierHandler(target, std::move(options)));
+  auto handler = std::unique_ptr<VerifierHandler>(new VerifierHandler(target, std::move(options)));
+  absl::StatusOr<std::map<std::string, v1::TensorHandle>> shared = shared_weights::ShareTokenHead(
+      target.token_head(), handler->instance_id_, handler->next_buffer_id_.fetch_add(2));
+  if (!shared.ok()) return shared.status();
+  handler->shared_weights_ = *std::move(shared);
+  return handler;
 }
 
 VerifierHandler::VerifierHandler(const model::Qwen35Model& target, VerifierOptions options)
@@ -117,8 +125,8 @@ absl::StatusOr<std::shared_ptr<VerifierHandler::Session>> VerifierHandler::NewSe
   }
   auto session = std::make_shared<Session>(std::move(memory), *std::move(target), batcher_);
   if (taps > 0) {
-    absl::StatusOr<rpc::ContextBuffer> buffer = rpc::ContextBuffer::Create(
-        instance_id_, next_buffer_id_++, max_length, taps * config.hidden_size);
+    absl::StatusOr<std::unique_ptr<ContextRows>> buffer = OpenContextRows(
+        instance_id_, next_buffer_id_++, max_length, taps * config.hidden_size, target_.options());
     if (!buffer.ok()) return buffer.status();
     session->context = *std::move(buffer);
   }
@@ -149,7 +157,7 @@ absl::StatusOr<v1::PrefillResponse> VerifierHandler::RunPrefill(Session& session
   v1::PrefillResponse response;
   absl::StatusOr<v1::TensorHandle> context = PublishRows(session, step->context);
   if (!context.ok()) return context.status();
-  if (session.context.has_value()) *response.mutable_context() = *std::move(context);
+  if (session.context != nullptr) *response.mutable_context() = *std::move(context);
   response.set_next_token_id(static_cast<uint32_t>(step->tokens.ids.front()));
   if (!step->tokens.logprobs.empty()) {
     *response.mutable_next_token_logprob() = ToProto(step->tokens.logprobs.front());
@@ -205,7 +213,7 @@ absl::StatusOr<v1::VerifyResponse> VerifierHandler::RunVerify(Session& session,
   v1::VerifyResponse response;
   absl::StatusOr<v1::TensorHandle> context = PublishRows(session, step->context);
   if (!context.ok()) return context.status();
-  if (session.context.has_value()) *response.mutable_context() = *std::move(context);
+  if (session.context != nullptr) *response.mutable_context() = *std::move(context);
   response.mutable_accepted_token_ids()->Assign(step->tokens.ids.begin(),
                                                 step->tokens.ids.end() - 1);
   response.set_next_token_id(static_cast<uint32_t>(step->tokens.ids.back()));
@@ -221,16 +229,10 @@ absl::StatusOr<v1::VerifyResponse> VerifierHandler::RunVerify(Session& session,
 absl::StatusOr<v1::TensorHandle> VerifierHandler::PublishRows(
     Session& session, const engine::CommittedContext& context) {
   ++session.generation;
-  if (!session.context.has_value()) return v1::TensorHandle();
-  const auto count = static_cast<int64_t>(context.ids.size());
-  const at::Tensor rows = context.rows.to(at::kFloat).cpu().contiguous();
-  if (absl::Status written =
-          session.context->WriteRows(context.begin, rows.data_ptr<float>(), count);
-      !written.ok()) {
-    return written;
-  }
-  v1::TensorHandle handle = session.context->Publish(context.begin, context.begin + count);
-  session.generation = handle.generation();
+  if (session.context == nullptr) return v1::TensorHandle();
+  absl::StatusOr<v1::TensorHandle> handle = session.context->Publish(context.begin, context.rows);
+  if (!handle.ok()) return handle.status();
+  session.generation = handle->generation();
   return handle;
 }
 
@@ -252,14 +254,15 @@ absl::StatusOr<v1::TargetVerifierServiceInfoResponse> VerifierHandler::Info() {
   info.set_num_layers(static_cast<uint32_t>(config.num_hidden_layers));
   info.mutable_tapped_layer_ids()->Assign(options_.tapped_layer_ids.begin(),
                                           options_.tapped_layer_ids.end());
-  info.set_context_dtype(v1::DTYPE_FLOAT32);
-  info.set_memory_kind(v1::MEMORY_KIND_POSIX_SHM);
+  info.set_context_dtype(ContextDtype(target_.options()));
+  info.set_memory_kind(ContextMemoryKind(target_.options()));
   info.set_device(target_.options().device.str());
   info.mutable_eos_token_ids()->Assign(config.eos_token_ids.begin(), config.eos_token_ids.end());
   info.set_max_sessions(static_cast<uint32_t>(options_.max_sessions));
   info.set_max_session_length(static_cast<uint32_t>(options_.max_session_length));
   info.set_max_block_size(static_cast<uint32_t>(options_.max_block_size));
   *info.mutable_session_idle_timeout() = rpc::ToProtoDuration(options_.session_idle_timeout);
+  info.mutable_shared_weights()->insert(shared_weights_.begin(), shared_weights_.end());
   return info;
 }
 

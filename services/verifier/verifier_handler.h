@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,6 +77,8 @@ class VerifierHandler final : public VerifierApi {
   const VerifierOptions options_;
   const std::string instance_id_;
   std::atomic<uint64_t> next_buffer_id_ = 1;
+  // The target's embedding and head for drafter processes on its GPU (Info); empty on the CPU.
+  std::map<std::string, v1::TensorHandle> shared_weights_;
   engine::TargetBatcher batcher_;
   rpc::SessionTable<Session> sessions_;  // after the batcher: sessions are members of it
 };

@@ -638,6 +638,7 @@ TEST_F(VerifierHandlerTest, InfoDescribesTheTargetAndTheServersLimits) {
   EXPECT_EQ(info->context_dtype(), v1::DTYPE_FLOAT32);
   EXPECT_EQ(info->memory_kind(), v1::MEMORY_KIND_POSIX_SHM);
   EXPECT_EQ(info->device(), "cpu");
+  EXPECT_TRUE(info->shared_weights().empty());  // a drafter maps the checkpoint file instead
   EXPECT_EQ(Ids(info->eos_token_ids()), std::vector<int64_t>{1});
   EXPECT_EQ(info->max_sessions(), 4u);
   EXPECT_EQ(info->max_session_length(), 4096u);
