@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/base/torch_errors.h"
@@ -73,40 +74,68 @@ void ToTargetIds(const at::Tensor& vocab, DraftProposal& proposal) {
   }
 }
 
-// The proposal of one call, whose block is anchored after `position`, from its rows of the head's
-// logits [count, vocab] (over `vocab` when the head is pruned; undefined: the whole vocabulary).
-DraftProposal ProposalOf(const at::Tensor& logits, const at::Tensor& vocab, const DraftCall& call,
-                         int64_t position) {
+// What a draft step reads back of the head's logits [rows, vocab], every call's rows at once (one
+// device sync): each row's most likely token, and where a call asked for confidences, the token
+// and probability of the largest softmax entry (the same token but for ties that rounding made).
+struct MostLikely {
+  std::vector<int64_t> tokens;
+  std::vector<int64_t> softmax_tokens;  // empty unless confidences were asked for
+  std::vector<float> confidence;
+
+  static MostLikely Read(const at::Tensor& logits, bool with_confidence) {
+    const int64_t rows = logits.size(0);
+    std::vector<at::Tensor> parts = {logits.argmax(-1).to(at::kDouble)};
+    if (with_confidence) {
+      // The probabilities (a softmax over the vocabulary per token) only when they are used.
+      const auto [probability, token] = at::softmax(logits, -1).max(-1);
+      parts.push_back(token.to(at::kDouble));
+      parts.push_back(probability.to(at::kDouble));
+    }
+    // Ids and float32 probabilities are exact in double: one transfer for all of them.
+    const at::Tensor host = at::cat(parts).cpu().contiguous();
+    const double* values = host.data_ptr<double>();
+    MostLikely read;
+    for (int64_t i = 0; i < rows; ++i) read.tokens.push_back(static_cast<int64_t>(values[i]));
+    if (with_confidence) {
+      for (int64_t i = 0; i < rows; ++i) {
+        read.softmax_tokens.push_back(static_cast<int64_t>(values[rows + i]));
+        read.confidence.push_back(static_cast<float>(values[2 * rows + i]));
+      }
+    }
+    return read;
+  }
+};
+
+// The proposal of one call, whose block is anchored after `position`, from its `count` rows of
+// the head's logits (over `vocab` when the head is pruned; undefined: the whole vocabulary),
+// which begin at row `first` of the step's logits and of `read`.
+DraftProposal ProposalOf(const at::Tensor& logits, const MostLikely& read, int64_t first,
+                         const at::Tensor& vocab, const DraftCall& call, int64_t position) {
   DraftProposal proposal;
-  int64_t kept = logits.size(0);
-  at::Tensor most_likely;
-  if (call.options.min_confidence > 0 || call.report_confidence) {
-    // The probabilities (a softmax over the vocabulary per token) only when they are used.
-    const auto [probability, token] = at::softmax(logits, -1).max(-1);
-    most_likely = token;
-    const at::Tensor confidence = probability.to(at::kFloat).cpu().contiguous();
+  const int64_t count = call.count;
+  int64_t kept = count;
+  const bool confident = call.options.min_confidence > 0 || call.report_confidence;
+  if (confident) {
+    const auto begin = read.confidence.begin() + first;
     if (call.options.min_confidence > 0) {
       // The first position below the threshold and everything after it are dropped.
-      kept = at::cumprod((confidence >= call.options.min_confidence).to(at::kLong), 0)
-                 .sum()
-                 .item<int64_t>();
+      kept = std::find_if(begin, begin + count,
+                          [&](float c) { return !(c >= call.options.min_confidence); }) -
+             begin;
     }
-    if (call.report_confidence) {
-      proposal.confidence.assign(confidence.data_ptr<float>(), confidence.data_ptr<float>() + kept);
-    }
+    if (call.report_confidence) proposal.confidence.assign(begin, begin + kept);
   }
   if (call.options.sampling.temperature > 0) {
     // Drawn from the drafter's distributions rather than their most likely tokens.
     model::Sampler sampler(call.options.sampling.ForBlock(position));
     for (int64_t i = 0; i < kept; ++i) {
-      auto [token, distribution] = DrawDraft(logits[i], sampler);
+      auto [token, distribution] = DrawDraft(logits[first + i], sampler);
       proposal.tokens.push_back(token);
       proposal.distributions.push_back(std::move(distribution));
     }
   } else {
-    if (!most_likely.defined()) most_likely = logits.argmax(-1);
-    const at::Tensor tokens = most_likely.narrow(0, 0, kept).cpu().contiguous();
-    proposal.tokens.assign(tokens.data_ptr<int64_t>(), tokens.data_ptr<int64_t>() + kept);
+    const auto tokens = (confident ? read.softmax_tokens : read.tokens).begin() + first;
+    proposal.tokens.assign(tokens, tokens + kept);
   }
   if (vocab.defined()) ToTargetIds(vocab, proposal);
   return proposal;
@@ -176,10 +205,14 @@ std::vector<absl::StatusOr<DraftProposal>> DFlashBlockDrafter::ProposeBatch(
     }
     const at::Tensor logits =
         Logits(hidden->index_select(0, at::tensor(proposal_rows, at::kLong).to(hidden->device())));
+    const bool confidences = std::any_of(drafting.begin(), drafting.end(), [&](size_t i) {
+      return batch[i].options.min_confidence > 0 || batch[i].report_confidence;
+    });
+    const MostLikely read = MostLikely::Read(logits, confidences);
     int64_t offset = 0;
     for (const size_t i : drafting) {
-      results[i] = ProposalOf(logits.narrow(0, offset, batch[i].count), drafter_.draft_vocab(),
-                              batch[i], sessions[i]->length());
+      results[i] =
+          ProposalOf(logits, read, offset, drafter_.draft_vocab(), batch[i], sessions[i]->length());
       offset += batch[i].count;
     }
     return absl::OkStatus();
