@@ -37,13 +37,14 @@ std::optional<int64_t> RejectionStep(const at::Tensor& p, int64_t draft, const D
 absl::StatusOr<int64_t> AcceptDrafts(const at::Tensor& logits, std::span<const int64_t> block,
                                      std::span<const DraftDistribution> distributions,
                                      model::Sampler& sampler, std::span<const int64_t> prompt,
-                                     const std::vector<int64_t>& generated, const EmitToken& emit) {
+                                     const std::vector<int64_t>& generated, const EmitToken& emit,
+                                     std::span<const int64_t> most_likely) {
   const auto drafts = static_cast<int64_t>(block.size()) - 1;
   const bool rejection = !distributions.empty() && !sampler.greedy();
   // Greedy: every row's token in one read from the device, before anything is emitted.
   const std::vector<int64_t> greedy =
       sampler.greedy() ? sampler.GreedyTokens(logits.narrow(0, 0, drafts + 1), prompt, generated,
-                                              block.subspan(1))
+                                              block.subspan(1), most_likely)
                        : std::vector<int64_t>();
   for (int64_t i = 0;; ++i) {
     // `generated` grows with every emit, so each row sees the output up to its own position.

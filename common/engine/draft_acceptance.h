@@ -36,10 +36,12 @@ using EmitToken = std::function<absl::StatusOr<bool>(int64_t token)>;
 
 // The number of accepted drafts; accepted + 1 tokens were emitted. `distributions` is empty or
 // holds one per draft (checked by CheckDraftDistributions); a greedy sampler matches either way.
+// `most_likely`: the logits rows' argmax where already read (model::ForwardOutput).
 absl::StatusOr<int64_t> AcceptDrafts(const at::Tensor& logits, std::span<const int64_t> block,
                                      std::span<const DraftDistribution> distributions,
                                      model::Sampler& sampler, std::span<const int64_t> prompt,
-                                     const std::vector<int64_t>& generated, const EmitToken& emit);
+                                     const std::vector<int64_t>& generated, const EmitToken& emit,
+                                     std::span<const int64_t> most_likely = {});
 
 // OK when `drafts` has no distributions or one per token, each a distribution over distinct ids of
 // a vocabulary of `vocab_size` that gives its token some probability.

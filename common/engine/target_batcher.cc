@@ -1,8 +1,12 @@
 #include "common/engine/target_batcher.h"
 
+#include <ATen/ATen.h>
+
 #include <optional>
 #include <utility>
 #include <vector>
+
+#include "common/base/torch_errors.h"
 
 namespace specd::engine {
 
@@ -13,6 +17,30 @@ struct TargetJob {
   int64_t rows() const { return session->next_rows(); }
   bool urgent() const { return session->verifying(); }
 };
+
+namespace {
+
+// Every logits row's argmax in one transfer for the whole batch: a greedy session then needs
+// nothing more from the device to take its step.
+absl::Status ReadMostLikely(std::vector<model::ForwardOutput>& outputs) {
+  return base::CatchTorchErrors("reading the most likely tokens", [&]() -> absl::Status {
+    std::vector<at::Tensor> argmax;
+    for (const model::ForwardOutput& output : outputs) {
+      if (output.logits.defined()) argmax.push_back(output.logits.argmax(-1));
+    }
+    if (argmax.empty()) return absl::OkStatus();
+    const at::Tensor host = at::cat(argmax).to(at::kCPU, at::kLong).contiguous();
+    const int64_t* next = host.data_ptr<int64_t>();
+    for (model::ForwardOutput& output : outputs) {
+      if (!output.logits.defined()) continue;
+      output.most_likely.assign(next, next + output.logits.size(0));
+      next += output.logits.size(0);
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
 
 TargetBatcher::TargetBatcher(const model::Qwen35Model& target, BatchingOptions options)
     : target_(target),
@@ -43,6 +71,9 @@ std::vector<bool> TargetBatcher::Step(std::span<TargetJob* const> batch) const {
     inputs.push_back(job->session->NextForward());
   }
   absl::StatusOr<std::vector<model::ForwardOutput>> outputs = target_.ForwardBatch(inputs);
+  if (outputs.ok()) {
+    if (absl::Status read = ReadMostLikely(*outputs); !read.ok()) outputs = read;
+  }
   std::vector<bool> done(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
     TargetJob& job = *batch[i];

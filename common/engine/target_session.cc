@@ -144,7 +144,12 @@ std::optional<absl::StatusOr<TargetStep>> TargetSession::FinishForward(
 
 absl::StatusOr<TargetStep> TargetSession::FinishPrefill(const model::ForwardOutput& last_chunk) {
   TargetStep step;
-  step.tokens.ids = {sampler_.Sample(last_chunk.logits.select(0, 0), options_.prompt, {})};
+  step.tokens.ids = {sampler_.greedy()
+                         ? sampler_
+                               .GreedyTokens(last_chunk.logits.narrow(0, 0, 1), options_.prompt, {},
+                                             {}, last_chunk.most_likely)
+                               .front()
+                         : sampler_.Sample(last_chunk.logits.select(0, 0), options_.prompt, {})};
   generated_ = step.tokens.ids;
   step.tokens.logprobs = Logprobs(last_chunk.logits, 1);
   step.context = {.begin = 0, .ids = options_.prompt, .rows = {}};
@@ -157,13 +162,14 @@ absl::StatusOr<TargetStep> TargetSession::FinishPrefill(const model::ForwardOutp
 
 absl::StatusOr<TargetStep> TargetSession::FinishVerify(const model::ForwardOutput& output) {
   const size_t before = generated_.size();
-  absl::StatusOr<int64_t> accepted =
-      AcceptDrafts(output.logits, block_, draft_distributions_, sampler_, options_.prompt,
-                   generated_, [this](int64_t token) -> absl::StatusOr<bool> {
-                     generated_.push_back(token);
-                     return std::find(options_.ending_ids.begin(), options_.ending_ids.end(),
-                                      token) != options_.ending_ids.end();
-                   });
+  absl::StatusOr<int64_t> accepted = AcceptDrafts(
+      output.logits, block_, draft_distributions_, sampler_, options_.prompt, generated_,
+      [this](int64_t token) -> absl::StatusOr<bool> {
+        generated_.push_back(token);
+        return std::find(options_.ending_ids.begin(), options_.ending_ids.end(), token) !=
+               options_.ending_ids.end();
+      },
+      output.most_likely);
   if (!accepted.ok()) return accepted.status();
   const int64_t committed = *accepted + 1;  // the anchor and the accepted drafts
   const int64_t anchor_position = cache_.length() - static_cast<int64_t>(block_.size());

@@ -36,6 +36,9 @@ struct ForwardOptions {
 struct ForwardOutput {
   at::Tensor logits;                      // [1 or T, vocab] float32; undefined for kNone
   std::vector<at::Tensor> hidden_states;  // [T, hidden] each, in the order asked for
+  // Each logits row's argmax on the host, where the caller read them (engine::TargetBatcher does,
+  // for a whole batch in one transfer); empty otherwise.
+  std::vector<int64_t> most_likely;
 };
 
 // One sequence's part of a batched forward: `ids` fed after what `cache` holds.

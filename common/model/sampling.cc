@@ -74,11 +74,15 @@ int64_t Sampler::Sample(const at::Tensor& logits, std::span<const int64_t> promp
 std::vector<int64_t> Sampler::GreedyTokens(const at::Tensor& logits,
                                            std::span<const int64_t> prompt,
                                            std::span<const int64_t> generated,
-                                           std::span<const int64_t> continuation) const {
+                                           std::span<const int64_t> continuation,
+                                           std::span<const int64_t> most_likely) const {
   const int64_t rows = logits.size(0);
   const bool penalised = params_.repetition_penalty != 1 || params_.presence_penalty != 0 ||
                          params_.frequency_penalty != 0 ||
                          static_cast<int64_t>(generated.size()) < params_.min_new_tokens;
+  if (!penalised && static_cast<int64_t>(most_likely.size()) >= rows) {
+    return {most_likely.begin(), most_likely.begin() + rows};
+  }
   at::Tensor best;
   if (!penalised) {
     best = logits.argmax(-1);

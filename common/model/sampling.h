@@ -50,10 +50,12 @@ class Sampler {
 
   // Greedy only: the token Sample would pick at each row of `logits` [rows, vocab], row i after
   // `generated` and then continuation[0, i) (the drafts a verify block accepts before row i is
-  // reached), read back to the host at once: one device sync for a verify block.
+  // reached), read back to the host at once: one device sync for a verify block, none when
+  // `most_likely` already holds the rows' argmax and no penalty applies.
   std::vector<int64_t> GreedyTokens(const at::Tensor& logits, std::span<const int64_t> prompt,
                                     std::span<const int64_t> generated,
-                                    std::span<const int64_t> continuation) const;
+                                    std::span<const int64_t> continuation,
+                                    std::span<const int64_t> most_likely = {}) const;
 
   // An index drawn from `probabilities` [n] (summing to 1) with one uniform of the stream.
   int64_t Draw(const at::Tensor& probabilities);
