@@ -94,6 +94,8 @@ absl::StatusOr<ContextLayout> CheckContextHandle(const v1::TensorHandle& handle,
   return layout;
 }
 
+int64_t ContextElementBytes(v1::Dtype dtype) { return dtype == v1::DTYPE_BFLOAT16 ? 2 : 4; }
+
 absl::StatusOr<uint64_t> ContextBufferBytes(int64_t rows, int64_t width, int64_t element_bytes) {
   const uint64_t bytes = TensorBytes(rows, width, element_bytes);
   if (rows < 1 || rows > kMaxRows || width < 1 || bytes == 0) {
@@ -129,7 +131,7 @@ v1::TensorHandle ContextHandle(const std::string& owner_instance_id, uint64_t bu
   handle.add_shape(rows);
   handle.add_shape(width);
   handle.set_byte_offset(0);
-  handle.set_byte_size(TensorBytes(rows, width, dtype == v1::DTYPE_BFLOAT16 ? 2 : kFloatBytes));
+  handle.set_byte_size(TensorBytes(rows, width, ContextElementBytes(dtype)));
   handle.mutable_token_range()->set_begin(static_cast<uint32_t>(begin));
   handle.mutable_token_range()->set_end(static_cast<uint32_t>(end));
   handle.set_generation(generation);

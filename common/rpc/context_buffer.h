@@ -30,6 +30,9 @@ struct ContextLayout {
 // generation ≥ 1. INVALID_ARGUMENT otherwise, or for a handle without memory.
 absl::StatusOr<ContextLayout> CheckContextHandle(const v1::TensorHandle& handle, int64_t width);
 
+// The bytes of an element of context rows of `dtype` (2 for DTYPE_BFLOAT16, else float32's 4).
+int64_t ContextElementBytes(v1::Dtype dtype);
+
 // The bytes of a [rows, width] buffer of `element_bytes` elements; INVALID_ARGUMENT unless rows is
 // in [1, 2^32 - 1] (token positions are uint32 in the contract), width ≥ 1 and the size fits.
 absl::StatusOr<uint64_t> ContextBufferBytes(int64_t rows, int64_t width, int64_t element_bytes);

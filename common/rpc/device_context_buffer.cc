@@ -5,12 +5,6 @@
 #include "absl/strings/str_cat.h"
 
 namespace specd::rpc {
-namespace {
-
-int64_t ElementBytes(v1::Dtype dtype) { return dtype == v1::DTYPE_BFLOAT16 ? 2 : 4; }
-
-}  // namespace
-
 absl::StatusOr<DeviceContextBuffer> DeviceContextBuffer::Create(std::string owner_instance_id,
                                                                 uint64_t buffer_id, int64_t rows,
                                                                 int64_t width, v1::Dtype dtype,
@@ -19,7 +13,7 @@ absl::StatusOr<DeviceContextBuffer> DeviceContextBuffer::Create(std::string owne
     return absl::InvalidArgumentError(
         absl::StrCat("device context rows are float32 or bf16, not ", v1::Dtype_Name(dtype)));
   }
-  absl::StatusOr<uint64_t> bytes = ContextBufferBytes(rows, width, ElementBytes(dtype));
+  absl::StatusOr<uint64_t> bytes = ContextBufferBytes(rows, width, ContextElementBytes(dtype));
   if (!bytes.ok()) return bytes.status();
   absl::StatusOr<CudaIpcBuffer> memory = CudaIpcBuffer::Create(*bytes, device);
   if (!memory.ok()) return memory.status();
@@ -41,7 +35,7 @@ absl::Status DeviceContextBuffer::WriteRows(int64_t begin, const void* data, int
                                             cudaStream_t stream) {
   if (absl::Status fits = CheckRowsToWrite(begin, count, rows_, data); !fits.ok()) return fits;
   if (count == 0) return absl::OkStatus();
-  const int64_t row_bytes = width_ * ElementBytes(dtype_);
+  const int64_t row_bytes = width_ * ContextElementBytes(dtype_);
   if (const cudaError_t copied =
           cudaMemcpyAsync(static_cast<char*>(memory_.data()) + begin * row_bytes, data,
                           static_cast<size_t>(count * row_bytes), cudaMemcpyDeviceToDevice, stream);

@@ -14,6 +14,7 @@
 #include "common/base/clock.h"
 #include "common/engine/draft_acceptance.h"
 #include "common/engine/stop_criteria.h"
+#include "common/rpc/context_buffer.h"
 #include "common/rpc/draft_sampling_proto.h"
 #include "common/rpc/proto_duration.h"
 #include "common/rpc/random_id.h"
@@ -105,12 +106,13 @@ absl::StatusOr<std::shared_ptr<VerifierHandler::Session>> VerifierHandler::NewSe
   const auto taps = static_cast<int64_t>(options.hidden_states.size());
   std::optional<engine::CachePool::Reservation> memory;
   if (options_.cache_pool != nullptr) {
-    // The caches, and the context buffer's float32 rows.
+    // The caches, and the context buffer's rows (in the memory and dtype the model computes in).
     const model::CacheFootprint footprint =
         target_.SequenceFootprint() +
         model::CacheFootprint{
             .fixed_bytes = 0,
-            .bytes_per_token = taps * config.hidden_size * static_cast<int64_t>(sizeof(float))};
+            .bytes_per_token = taps * config.hidden_size *
+                               rpc::ContextElementBytes(ContextDtype(target_.options()))};
     absl::StatusOr<engine::CachePool::Reservation> reserved =
         options_.cache_pool->Reserve(footprint, max_length, cancelled);
     if (!reserved.ok()) return reserved.status();
