@@ -295,14 +295,16 @@ TEST(QuantizeCheckpointTest, ShardedBfloat16MultimodalCheckpointKeepsVisionMtpAn
   EXPECT_EQ((*quantized.Get("model.language_model.layers.0.linear_attn.A_log"))->dtype,
             io::DType::kF32);
 
-  // The W4A16 model computes what the dense one does with the weights dequantized.
+  // The W4A16 model computes what the dense one does with the weights dequantized: float32 on both
+  // sides, summed in other orders (the INT4 kernel's lanes, the dense GEMM's). Logits reach 5.7
+  // here; measured 1.2e-4 apart with the AVX-512 kernels (2e-5 of the largest), less with AVX2.
   std::vector<int64_t> ids;
   for (int64_t i = 0; i < 40; ++i) ids.push_back((i * 37 + 11) % 97);
   const at::Tensor logits = PrefillLogits(output, ids);
   const at::Tensor expected =
       PrefillLogits(WriteDequantized(input, output, root.path() / "dequantized"), ids);
   ASSERT_TRUE(logits.defined() && expected.defined());
-  EXPECT_TRUE(AllClose(logits, expected, 1e-4));
+  EXPECT_TRUE(AllClose(logits, expected, 2e-4));
 }
 
 TEST(QuantizeCheckpointTest, RandomCheckpointWrittenQuantizedEqualsTheDenseOneQuantized) {
