@@ -117,8 +117,10 @@ TEST(TrainableModelTest, W4A16LinearsTrainAsFakeQuantWeightsOnTheirGrid) {
     EXPECT_TRUE(parameter.tensor.is_same(parameter.fake_quant->weight())) << parameter.name;
   }
   EXPECT_GT(fake_quant, 0);
-  // The fake quantizer multiplies by the dequantized grid weights the kernel multiplies by.
-  EXPECT_TRUE(AllClose(AllLogits(trained).detach(), AllLogits(served), 1e-4));
+  // The fake quantizer multiplies by the dequantized grid weights the kernel multiplies by: float32
+  // both, summed in other orders (LibTorch's GEMM, the INT4 kernel's lanes); measured 1.05e-4
+  // apart with the AVX-512 kernel and PyTorch 2.11's MKL, less on AVX2.
+  EXPECT_TRUE(AllClose(AllLogits(trained).detach(), AllLogits(served), 2e-4));
 }
 
 TEST(DraftAnchoredBlocksTest, EachBlockSeesWhatDraftingItAloneSees) {
