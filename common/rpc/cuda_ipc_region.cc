@@ -112,15 +112,45 @@ std::map<std::string, ExportedBuffer>& Exports() {
   return *exports;
 }
 
+// The region of the allocation at `base` on `device` with `event` (none: memory that never
+// changes), registered as this process's own export.
+absl::StatusOr<v1::CudaIpcRegion> ExportRegion(void* base, uint64_t size_bytes, int device,
+                                               cudaEvent_t event) {
+  ScopedDevice scoped_device(device);
+  if (!scoped_device.status().ok()) return scoped_device.status();
+  absl::StatusOr<std::string> uuid = DeviceUuid(device);
+  if (!uuid.ok()) return uuid.status();
+  cudaIpcMemHandle_t memory_handle;
+  if (absl::Status status =
+          CudaStatus(cudaIpcGetMemHandle(&memory_handle, base), "cudaIpcGetMemHandle");
+      !status.ok()) {
+    return status;
+  }
+  v1::CudaIpcRegion region;
+  region.set_memory_handle(memory_handle.reserved, sizeof(memory_handle.reserved));
+  if (event != nullptr) {
+    cudaIpcEventHandle_t event_handle;
+    if (absl::Status status =
+            CudaStatus(cudaIpcGetEventHandle(&event_handle, event), "cudaIpcGetEventHandle");
+        !status.ok()) {
+      return status;
+    }
+    region.set_event_handle(event_handle.reserved, sizeof(event_handle.reserved));
+  }
+  region.set_device_index(device);
+  region.set_device_uuid(*std::move(uuid));
+  region.set_size_bytes(size_bytes);
+  std::lock_guard lock(ExportsMutex());
+  Exports()[region.memory_handle()] = {.data = base, .event = event, .device = device};
+  return region;
+}
+
 }  // namespace
 
 absl::StatusOr<CudaIpcBuffer> CudaIpcBuffer::Create(uint64_t size_bytes, int device) {
   if (size_bytes == 0) return absl::InvalidArgumentError("CUDA IPC buffer size must be positive");
   ScopedDevice scoped_device(device);
   if (!scoped_device.status().ok()) return scoped_device.status();
-  absl::StatusOr<std::string> uuid = DeviceUuid(device);
-  if (!uuid.ok()) return uuid.status();
-
   void* data = nullptr;
   if (absl::Status status =
           CudaStatus(cudaMalloc(&data, size_bytes),
@@ -129,34 +159,21 @@ absl::StatusOr<CudaIpcBuffer> CudaIpcBuffer::Create(uint64_t size_bytes, int dev
     return status;
   }
   cudaEvent_t event = nullptr;
-  cudaIpcMemHandle_t memory_handle;
-  cudaIpcEventHandle_t event_handle;
-  absl::Status status =
-      CudaStatus(cudaIpcGetMemHandle(&memory_handle, data), "cudaIpcGetMemHandle");
-  if (status.ok()) {
-    status =
-        CudaStatus(cudaEventCreateWithFlags(&event, cudaEventInterprocess | cudaEventDisableTiming),
-                   "cudaEventCreateWithFlags(interprocess)");
+  absl::StatusOr<v1::CudaIpcRegion> region = absl::UnknownError("not exported");
+  if (absl::Status created = CudaStatus(
+          cudaEventCreateWithFlags(&event, cudaEventInterprocess | cudaEventDisableTiming),
+          "cudaEventCreateWithFlags(interprocess)");
+      created.ok()) {
+    region = ExportRegion(data, size_bytes, device, event);
+  } else {
+    region = created;
   }
-  if (status.ok()) {
-    status = CudaStatus(cudaIpcGetEventHandle(&event_handle, event), "cudaIpcGetEventHandle");
-  }
-  if (!status.ok()) {
+  if (!region.ok()) {
     if (event != nullptr) cudaEventDestroy(event);
     cudaFree(data);
-    return status;
+    return region.status();
   }
-  v1::CudaIpcRegion region;
-  region.set_memory_handle(memory_handle.reserved, sizeof(memory_handle.reserved));
-  region.set_event_handle(event_handle.reserved, sizeof(event_handle.reserved));
-  region.set_device_index(device);
-  region.set_device_uuid(*std::move(uuid));
-  region.set_size_bytes(size_bytes);
-  {
-    std::lock_guard lock(ExportsMutex());
-    Exports()[region.memory_handle()] = {.data = data, .event = event, .device = device};
-  }
-  return CudaIpcBuffer(data, event, std::move(region));
+  return CudaIpcBuffer(data, event, *std::move(region));
 }
 
 CudaIpcBuffer::CudaIpcBuffer(void* data, cudaEvent_t event, v1::CudaIpcRegion region)
@@ -197,26 +214,7 @@ absl::StatusOr<v1::CudaIpcRegion> ExportAllocation(void* base, uint64_t size_byt
   if (base == nullptr || size_bytes == 0) {
     return absl::InvalidArgumentError("exporting an empty allocation");
   }
-  ScopedDevice scoped_device(device);
-  if (!scoped_device.status().ok()) return scoped_device.status();
-  absl::StatusOr<std::string> uuid = DeviceUuid(device);
-  if (!uuid.ok()) return uuid.status();
-  cudaIpcMemHandle_t memory_handle;
-  if (absl::Status status =
-          CudaStatus(cudaIpcGetMemHandle(&memory_handle, base), "cudaIpcGetMemHandle");
-      !status.ok()) {
-    return status;
-  }
-  v1::CudaIpcRegion region;
-  region.set_memory_handle(memory_handle.reserved, sizeof(memory_handle.reserved));
-  region.set_device_index(device);
-  region.set_device_uuid(*std::move(uuid));
-  region.set_size_bytes(size_bytes);
-  {
-    std::lock_guard lock(ExportsMutex());
-    Exports()[region.memory_handle()] = {.data = base, .event = nullptr, .device = device};
-  }
-  return region;
+  return ExportRegion(base, size_bytes, device, /*event=*/nullptr);
 }
 
 absl::StatusOr<CudaIpcMapping> CudaIpcMapping::Open(const v1::CudaIpcRegion& region) {
