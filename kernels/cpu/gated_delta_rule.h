@@ -6,8 +6,9 @@
 // chunked form's matrix products, with a head's state (64 KiB) in cache over all the tokens.
 //
 // Row-major float32: q, k [tokens, heads, key_dim]; v [tokens, heads, value_dim]; g, beta
-// [tokens, heads]; state [heads, key_dim, value_dim], read and updated in place; out [tokens,
-// heads, value_dim]. Heads are split over the pool's threads.
+// [tokens, heads]; initial_state, final_state [heads, key_dim, value_dim] (the same pointer for
+// an update in place: a separate one costs no copy, the first token reads one and writes the
+// other); out [tokens, heads, value_dim]. Heads are split over the pool's threads.
 #include <cstdint>
 
 #include "kernels/cpu/thread_pool.h"
@@ -22,7 +23,8 @@ struct DeltaRuleShape {
 };
 
 void RecurrentGatedDeltaRule(const DeltaRuleShape& shape, const float* q, const float* k,
-                             const float* v, const float* g, const float* beta, float* state,
-                             float* out, ThreadPool& pool = ThreadPool::Shared());
+                             const float* v, const float* g, const float* beta,
+                             const float* initial_state, float* final_state, float* out,
+                             ThreadPool& pool = ThreadPool::Shared());
 
 }  // namespace specd::kernels::cpu

@@ -141,13 +141,14 @@ std::optional<at::Tensor> DeltaRuleKernel(const at::Tensor& q, const at::Tensor&
   }
   const kernels::cpu::DeltaRuleShape shape{
       .tokens = q.size(0), .heads = q.size(1), .key_dim = q.size(2), .value_dim = v.size(2)};
-  if (!initial_state.is_same(final_state)) final_state.copy_(initial_state);
+  const at::Tensor sc = initial_state.contiguous();
   const at::Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
   const at::Tensor gc = g.contiguous(), bc = beta.contiguous();
   at::Tensor out = at::empty({shape.tokens, shape.heads, shape.value_dim}, v.options());
-  kernels::cpu::RecurrentGatedDeltaRule(
-      shape, qc.data_ptr<float>(), kc.data_ptr<float>(), vc.data_ptr<float>(), gc.data_ptr<float>(),
-      bc.data_ptr<float>(), final_state.data_ptr<float>(), out.data_ptr<float>());
+  kernels::cpu::RecurrentGatedDeltaRule(shape, qc.data_ptr<float>(), kc.data_ptr<float>(),
+                                        vc.data_ptr<float>(), gc.data_ptr<float>(),
+                                        bc.data_ptr<float>(), sc.data_ptr<float>(),
+                                        final_state.data_ptr<float>(), out.data_ptr<float>());
   return out;
 }
 

@@ -314,6 +314,9 @@ TEST(BackendOpsTest, RecurrentGatedDeltaRule) {
             On(in.beta, backend), initial, state);
         EXPECT_TRUE(Close(actual, expected, 1e-5));
         EXPECT_TRUE(Close(state, expected_state, 1e-5));
+        if (!in_place) {
+          EXPECT_TRUE(at::equal(initial.cpu(), in.state)) << "the initial state is left as it was";
+        }
       }
     }
   });
