@@ -1,7 +1,10 @@
 #pragma once
 // A fixed set of worker threads that CPU kernels split one call over. Kernels on a decode step
 // take ~100 µs, so starting threads per call (tens of µs each) would eat the gain; these threads
-// are started once and sleep between calls.
+// are started once. Between calls they spin for a while before they sleep: a step's kernels come
+// a few µs apart, and waking a sleeping thread (a futex call, then the scheduler) takes longer
+// than that, hundreds of times per step.
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -38,15 +41,20 @@ class ThreadPool {
 
  private:
   void WorkerLoop(int part);
+  // Returns once `ready()` holds: spins on it for a while, then sleeps on `woken` until it holds.
+  template <typename Ready>
+  void WaitUntil(std::condition_variable& woken, const Ready& ready);
+  // Wakes the threads sleeping on `woken` (after the state they wait on has changed).
+  void Wake(std::condition_variable& woken);
 
   std::mutex run_mutex_;  // one Run at a time
-  std::mutex mutex_;
+  std::mutex mutex_;      // only for sleeping and waking: the state below is atomic
   std::condition_variable work_ready_;
   std::condition_variable work_done_;
-  const std::function<void(int)>* part_ = nullptr;
-  uint64_t generation_ = 0;  // bumped per Run; a worker runs each generation once
-  int pending_ = 0;          // workers still running the current generation
-  bool stopping_ = false;
+  std::atomic<const std::function<void(int)>*> part_ = nullptr;
+  std::atomic<uint64_t> generation_ = 0;  // bumped per Run; a worker runs each generation once
+  std::atomic<int> pending_ = 0;          // workers still running the current generation
+  std::atomic<bool> stopping_ = false;
   std::vector<std::thread> workers_;
 };
 
