@@ -102,7 +102,7 @@ model::SequenceInput TargetSession::NextForward() {
         .ids = block_,
         .cache = &cache_,
         .options = {.logit_rows = model::LogitRows::kAll, .hidden_states = options_.hidden_states},
-        .keep_for_rollback = true};
+        .keep_for_rollback = HasDrafts()};
   }
   const int64_t rows = next_rows();
   const bool last = prefilled_ + rows == static_cast<int64_t>(options_.prompt.size());
@@ -173,7 +173,9 @@ absl::StatusOr<TargetStep> TargetSession::FinishVerify(const model::ForwardOutpu
   if (!accepted.ok()) return accepted.status();
   const int64_t committed = *accepted + 1;  // the anchor and the accepted drafts
   const int64_t anchor_position = cache_.length() - static_cast<int64_t>(block_.size());
-  if (absl::Status rolled = cache_.Rollback(committed); !rolled.ok()) return rolled;
+  if (HasDrafts()) {
+    if (absl::Status rolled = cache_.Rollback(committed); !rolled.ok()) return rolled;
+  }
   TargetStep step;
   step.tokens.ids.assign(generated_.begin() + static_cast<int64_t>(before), generated_.end());
   step.tokens.logprobs = Logprobs(output.logits, committed);

@@ -85,6 +85,9 @@ class TargetSession {
   // The committed rows [0, count) of `hidden_states` side by side; undefined without taps.
   at::Tensor ContextRows(const std::vector<at::Tensor>& hidden_states, int64_t count) const;
   std::vector<TokenLogprob> Logprobs(const at::Tensor& logits, int64_t count) const;
+  // The anchor is always kept, so a block of the anchor alone (target-only decoding) has nothing
+  // to roll back: its forward keeps nothing for one and updates the states in place.
+  bool HasDrafts() const { return block_.size() > 1; }
 
   const model::Qwen35Model* target_;
   TargetSessionOptions options_;
