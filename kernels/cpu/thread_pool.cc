@@ -22,27 +22,21 @@ ThreadPool::~ThreadPool() {
 
 namespace {
 
-// How long a thread waiting for the pool spins before it sleeps: longer than the gaps between a
-// step's kernels, short enough that an idle server leaves the cores alone.
+// How long a thread waiting for the pool stays awake before it sleeps: longer than the gaps between
+// a step's kernels, short enough that an idle server leaves the cores alone.
 constexpr std::chrono::microseconds kSpinFor{200};
-
-void CpuRelax() {
-#if defined(__x86_64__)
-  __builtin_ia32_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
 
 }  // namespace
 
 template <typename Ready>
 void ThreadPool::WaitUntil(std::condition_variable& woken, const Ready& ready) {
   const auto spin_until = std::chrono::steady_clock::now() + kSpinFor;
-  for (int spins = 1;; ++spins) {
+  while (std::chrono::steady_clock::now() < spin_until) {
     if (ready()) return;
-    if (spins % 64 == 0 && std::chrono::steady_clock::now() > spin_until) break;
-    CpuRelax();
+    // Yielding, not pausing: the core stays awake (a sleeping one is slow to wake, most of all a
+    // virtual machine's), yet any other thread ready to run there, such as the engine thread the
+    // last step handed work to, runs at once.
+    std::this_thread::yield();
   }
   std::unique_lock lock(mutex_);
   woken.wait(lock, ready);

@@ -1,9 +1,10 @@
 #pragma once
 // A fixed set of worker threads that CPU kernels split one call over. Kernels on a decode step
 // take ~100 µs, so starting threads per call (tens of µs each) would eat the gain; these threads
-// are started once. Between calls they spin for a while before they sleep: a step's kernels come
-// a few µs apart, and waking a sleeping thread (a futex call, then the scheduler) takes longer
-// than that, hundreds of times per step.
+// are started once. Between calls they stay awake for a while (yielding the core to any other
+// thread ready to run) before they sleep: a step's kernels come a few µs apart, and waking a
+// sleeping thread (a futex call, then the scheduler) takes longer than that, hundreds of times
+// per step.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -41,7 +42,7 @@ class ThreadPool {
 
  private:
   void WorkerLoop(int part);
-  // Returns once `ready()` holds: spins on it for a while, then sleeps on `woken` until it holds.
+  // Returns once `ready()` holds: polls it for a while, then sleeps on `woken` until it holds.
   template <typename Ready>
   void WaitUntil(std::condition_variable& woken, const Ready& ready);
   // Wakes the threads sleeping on `woken` (after the state they wait on has changed).
