@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -20,6 +21,17 @@ TEST(ThreadPoolTest, RunsEveryPartOnceAndReturnsWhenAllHaveFinished) {
         EXPECT_EQ(calls[part].load(), 1) << "part " << part << " of " << threads << ", run " << run;
       }
     }
+  }
+}
+
+TEST(ThreadPoolTest, WorkersThatFellAsleepBetweenCallsWakeForTheNext) {
+  ThreadPool pool(3);
+  for (int run = 0; run < 5; ++run) {
+    // Longer than the workers stay awake after a call, so each call finds them asleep.
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::vector<std::atomic<int>> calls(3);
+    pool.Run([&](int part) { calls[part].fetch_add(1); });
+    for (int part = 0; part < 3; ++part) EXPECT_EQ(calls[part].load(), 1) << "run " << run;
   }
 }
 
