@@ -1,9 +1,9 @@
 #pragma once
-// The gated delta rule token by token (common/model/gated_delta_rule.h has the maths), fused so
-// that each token reads a head's state twice and writes it once instead of the five passes a
-// composition of tensor ops makes. It serves every length on a CPU — decode steps, verify
-// blocks, prefill chunks, the replay after a rollback — as about as many FLOPs per token as the
-// chunked form's matrix products, with a head's state (64 KiB) in cache over all the tokens.
+// The gated delta rule token by token (common/model/ops/ops.h has the maths), fused so that each
+// token reads the state twice and writes it once instead of the five passes a composition of
+// tensor ops makes. It serves every length on a CPU — decode steps, verify blocks, prefill
+// chunks, the replay after a rollback — as about as many FLOPs per token as the chunked form's
+// matrix products, a block of 64 value columns of a head (32 KiB) in L1 over all the tokens.
 //
 // Row-major float32: q, k [tokens, heads, key_dim]; v [tokens, heads, value_dim]; g, beta
 // [tokens, heads]; initial_state, final_state [heads, key_dim, value_dim] (the same pointer for

@@ -24,14 +24,14 @@ namespace {
 
 // How long a thread waiting for the pool stays awake before it sleeps: longer than the gaps between
 // a step's kernels, short enough that an idle server leaves the cores alone.
-constexpr std::chrono::microseconds kSpinFor{200};
+constexpr std::chrono::microseconds kStayAwakeFor{200};
 
 }  // namespace
 
 template <typename Ready>
 void ThreadPool::WaitUntil(std::condition_variable& woken, const Ready& ready) {
-  const auto spin_until = std::chrono::steady_clock::now() + kSpinFor;
-  while (std::chrono::steady_clock::now() < spin_until) {
+  const auto awake_until = std::chrono::steady_clock::now() + kStayAwakeFor;
+  while (std::chrono::steady_clock::now() < awake_until) {
     if (ready()) return;
     // Yielding, not pausing: the core stays awake (a sleeping one is slow to wake, most of all a
     // virtual machine's), yet any other thread ready to run there, such as the engine thread the
