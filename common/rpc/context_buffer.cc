@@ -94,7 +94,9 @@ absl::StatusOr<ContextLayout> CheckContextHandle(const v1::TensorHandle& handle,
   return layout;
 }
 
-int64_t ContextElementBytes(v1::Dtype dtype) { return dtype == v1::DTYPE_BFLOAT16 ? 2 : 4; }
+int64_t ContextElementBytes(v1::Dtype dtype) {
+  return dtype == v1::DTYPE_BFLOAT16 ? 2 : kFloatBytes;
+}
 
 absl::StatusOr<uint64_t> ContextBufferBytes(int64_t rows, int64_t width, int64_t element_bytes) {
   const uint64_t bytes = TensorBytes(rows, width, element_bytes);

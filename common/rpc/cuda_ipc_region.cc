@@ -159,15 +159,12 @@ absl::StatusOr<CudaIpcBuffer> CudaIpcBuffer::Create(uint64_t size_bytes, int dev
     return status;
   }
   cudaEvent_t event = nullptr;
-  absl::StatusOr<v1::CudaIpcRegion> region = absl::UnknownError("not exported");
-  if (absl::Status created = CudaStatus(
-          cudaEventCreateWithFlags(&event, cudaEventInterprocess | cudaEventDisableTiming),
-          "cudaEventCreateWithFlags(interprocess)");
-      created.ok()) {
-    region = ExportRegion(data, size_bytes, device, event);
-  } else {
-    region = created;
-  }
+  const absl::Status created =
+      CudaStatus(cudaEventCreateWithFlags(&event, cudaEventInterprocess | cudaEventDisableTiming),
+                 "cudaEventCreateWithFlags(interprocess)");
+  absl::StatusOr<v1::CudaIpcRegion> region = created.ok()
+                                                 ? ExportRegion(data, size_bytes, device, event)
+                                                 : absl::StatusOr<v1::CudaIpcRegion>(created);
   if (!region.ok()) {
     if (event != nullptr) cudaEventDestroy(event);
     cudaFree(data);
