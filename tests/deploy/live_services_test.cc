@@ -30,6 +30,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/support/free_port.h"
 #include "tests/support/paths.h"
 #include "tests/support/prometheus_server.h"
 #include "tests/support/server_process.h"

@@ -28,6 +28,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "specd/v1/generation.grpc.pb.h"
+#include "tests/support/free_port.h"
 #include "tests/support/paths.h"
 #include "tests/support/prometheus_server.h"
 #include "tests/support/server_process.h"

@@ -1,28 +1,15 @@
 #include "tests/support/prometheus_server.h"
 
 #include <httplib.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "tests/support/free_port.h"
 
 namespace specd::testing {
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address = {};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
 
 std::unique_ptr<PrometheusServer> PrometheusServer::Start(
     const std::string& config, const std::vector<std::filesystem::path>& rules,

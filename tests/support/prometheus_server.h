@@ -12,9 +12,6 @@
 
 namespace specd::testing {
 
-// A loopback port nothing listens on right now, for servers that cannot pick their own.
-int FreePort();
-
 class PrometheusServer {
  public:
   // Null (with its log in `error`) when it does not start. `config` is prometheus.yml's text; the
