@@ -14,6 +14,9 @@
 //     --max-batch 1 runs one sequence per forward: the engine without continuous batching. Every
 //     session's caches come from one memory budget (--cache-memory), as in `serve --role all`;
 //     the peak share of it each point reserved is reported.
+// With --force-tau every speculative block accepts the same number of tokens
+// (forced_acceptance_drafter.h, against each prompt's greedy target-only continuation), so the
+// served system is measured at a given acceptance whatever the drafter.
 // Prompts are random ids, or with --prompts the user turns of a conversations JSONL (e.g. a
 // pipeline's data/eval-prompts.jsonl) sent as chats, thinking off, as the pipeline evaluates.
 #include <prometheus/registry.h>
@@ -36,6 +39,8 @@
 #include "absl/strings/str_cat.h"
 #include "cli/specd/commands.h"
 #include "cli/specd/model_options_flags.h"
+#include "common/engine/forced_acceptance_drafter.h"
+#include "common/engine/generator.h"
 #include "common/engine/in_process_ports.h"
 #include "common/model/qwen35_model.h"
 #include "common/model/token_head.h"
@@ -48,6 +53,7 @@
 #include "services/drafter/served_drafter.h"
 #include "services/orchestrator/generation_grpc.h"
 #include "services/orchestrator/generation_handler.h"
+#include "services/orchestrator/prompt.h"
 #include "services/verifier/verifier_grpc.h"
 #include "services/verifier/verifier_handler.h"
 #include "specd/v1/generation.grpc.pb.h"
@@ -56,6 +62,8 @@ namespace specd::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kMaxSessionLength = 4096;  // positions a verifier session holds
 
 struct ServeBenchFlags {
   std::string model;
@@ -71,6 +79,7 @@ struct ServeBenchFlags {
   int64_t batch_delay_us = 2000;  // BatchingOptions::max_delay
   std::vector<std::string> sweep = {"embedded", "distributed"};
   int64_t cache_memory = 0;           // bytes; 0: engine::DefaultCacheBudget()
+  int64_t force_tau = 0;              // 0: the drafter's own proposals
   model::ModelOptions model_options;  // --device, --dtype, --int4-activations, --lm-head
 };
 
@@ -127,6 +136,34 @@ absl::StatusOr<std::vector<v1::GenerateRequest>> Requests(const ServeBenchFlags&
   return requests;
 }
 
+// Each request's prompt ids (after the chat template, as the orchestrator renders it) followed by
+// the target's greedy continuation: what a forced drafter follows.
+absl::StatusOr<std::vector<std::vector<int64_t>>> TargetContinuations(
+    const model::Qwen35Model& target, const std::vector<v1::GenerateRequest>& requests,
+    const text::Tokenizer* tokenizer, text::ChatFlavor chat_flavor) {
+  const engine::Generator target_only(target, nullptr);
+  const text::ChatTemplate chat(chat_flavor);
+  std::vector<std::vector<int64_t>> continuations;
+  for (const v1::GenerateRequest& request : requests) {
+    absl::StatusOr<std::vector<int64_t>> prompt = orchestrator::PromptIds(
+        request.prompt(), tokenizer, chat,
+        {.vocab_size = target.config().vocab_size, .max_prompt_tokens = kMaxSessionLength - 1});
+    if (!prompt.ok()) return prompt.status();
+    absl::StatusOr<engine::GenerationResult> alone =
+        target_only.Generate({.prompt = *prompt,
+                              .sampling = {},
+                              .stop = {.max_new_tokens = request.sampling().max_new_tokens(),
+                                       .eos_ids = {},
+                                       .stop_ids = {},
+                                       .stop_strings = {},
+                                       .ignore_eos = true}});
+    if (!alone.ok()) return alone.status();
+    prompt->insert(prompt->end(), alone->ids.begin(), alone->ids.end());
+    continuations.push_back(*std::move(prompt));
+  }
+  return continuations;
+}
+
 struct StepCost {
   double decode_s = 0;
   int64_t steps = 0;
@@ -172,6 +209,7 @@ struct SweptPath {
 
 struct SweepPoint {
   double tokens_per_s = 0;
+  double tau = 0;  // tokens per drafted step; 0 without drafts
   double ttft_p50_ms = 0, ttft_p95_ms = 0;
   double itl_p50_ms = 0, itl_p95_ms = 0;
   double target_batch = 0, draft_batch = 0;  // mean sequences per forward during the point
@@ -191,6 +229,7 @@ SweepPoint RunSweepPoint(int port, const std::vector<v1::GenerateRequest>& reque
                          const engine::CachePool& pool, PeakUse& peak) {
   std::vector<std::vector<double>> first_token(clients), gaps(clients);
   std::vector<int64_t> tokens(clients, 0), errors(clients, 0);
+  std::vector<int64_t> drafts(clients, 0), accepted(clients, 0);
   const engine::BatchingStats target_before = path.target_batches();
   const engine::BatchingStats draft_before = path.draft_batches();
   peak.Reset();
@@ -211,7 +250,9 @@ SweepPoint RunSweepPoint(int port, const std::vector<v1::GenerateRequest>& reque
             stub->GenerateStream(&context, request);
         v1::GenerateStreamResponse message;
         bool first = true;
+        v1::AcceptanceStats totals;  // cumulative: the last message's are the request's
         while (reader->Read(&message)) {
+          totals = message.acceptance();
           if (message.token_ids_size() == 0) continue;
           const Clock::time_point now = Clock::now();
           const double ms = std::chrono::duration<double, std::milli>(now - last).count();
@@ -220,6 +261,8 @@ SweepPoint RunSweepPoint(int port, const std::vector<v1::GenerateRequest>& reque
           last = now;
           tokens[client] += message.token_ids_size();
         }
+        drafts[client] += totals.num_drafts();
+        accepted[client] += totals.num_accepted_tokens();
         if (!reader->Finish().ok()) ++errors[client];
       }
     });
@@ -228,14 +271,19 @@ SweepPoint RunSweepPoint(int port, const std::vector<v1::GenerateRequest>& reque
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   std::vector<double> ttft, itl;
   SweepPoint point;
-  int64_t total_tokens = 0;
+  int64_t total_tokens = 0, total_drafts = 0, total_accepted = 0;
   for (int64_t client = 0; client < clients; ++client) {
+    total_drafts += drafts[client];
+    total_accepted += accepted[client];
     ttft.insert(ttft.end(), first_token[client].begin(), first_token[client].end());
     itl.insert(itl.end(), gaps[client].begin(), gaps[client].end());
     total_tokens += tokens[client];
     point.errors += errors[client];
   }
   point.tokens_per_s = static_cast<double>(total_tokens) / seconds;
+  point.tau = total_drafts == 0
+                  ? 0
+                  : 1 + static_cast<double>(total_accepted) / static_cast<double>(total_drafts);
   point.ttft_p50_ms = Percentile(ttft, 0.5);
   point.ttft_p95_ms = Percentile(ttft, 0.95);
   point.itl_p50_ms = Percentile(itl, 0.5);
@@ -264,6 +312,25 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
     tokenizer.emplace(*std::move(loaded));
   }
   const text::Tokenizer* text_tokenizer = tokenizer.has_value() ? &*tokenizer : nullptr;
+  orchestrator::OrchestratorOptions options;
+  options.max_running = flags.concurrency.back();
+  options.max_waiting = flags.concurrency.back();
+  absl::StatusOr<std::vector<v1::GenerateRequest>> prepared =
+      Requests(flags, target->config().vocab_size);
+  if (!prepared.ok()) return prepared.status();
+  const std::vector<v1::GenerateRequest>& requests = *prepared;
+  std::unique_ptr<engine::Drafter> unforced;  // what a forced drafter wraps; outlives the handlers
+  if (flags.force_tau > 0) {
+    absl::StatusOr<std::vector<std::vector<int64_t>>> references =
+        TargetContinuations(*target, requests, text_tokenizer, options.chat_flavor);
+    if (!references.ok()) return references.status();
+    unforced = std::move(drafter->drafter);
+    absl::StatusOr<std::unique_ptr<engine::ForcedAcceptanceDrafter>> forced =
+        engine::ForcedAcceptanceDrafter::Create(*unforced, *std::move(references), flags.force_tau,
+                                                target->config().vocab_size);
+    if (!forced.ok()) return forced.status();
+    drafter->drafter = *std::move(forced);
+  }
   prometheus::Registry registry;
   const engine::BatchingOptions batching{
       .max_rows = 2048,
@@ -283,7 +350,7 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
                                                   .quantization = "",
                                                   .tapped_layer_ids = {},
                                                   .max_sessions = max_sessions,
-                                                  .max_session_length = 4096,
+                                                  .max_session_length = kMaxSessionLength,
                                                   .max_block_size = 16,
                                                   .session_idle_timeout = absl::Seconds(60),
                                                   .open_sessions = nullptr,
@@ -331,9 +398,6 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
                                                                    absl::Seconds(600)),
         .drafter = std::make_shared<drafter::GrpcDrafterClient>(Loopback(drafter_server->port),
                                                                 absl::Seconds(600))}}};
-  orchestrator::OrchestratorOptions options;
-  options.max_running = flags.concurrency.back();
-  options.max_waiting = flags.concurrency.back();
   struct Path {
     const char* name;
     std::unique_ptr<orchestrator::BackendPool> pool;
@@ -356,10 +420,6 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
   }
 
   // 1. Per-step overhead, the paths in alternation.
-  absl::StatusOr<std::vector<v1::GenerateRequest>> prepared =
-      Requests(flags, target->config().vocab_size);
-  if (!prepared.ok()) return prepared.status();
-  const std::vector<v1::GenerateRequest>& requests = *prepared;
   for (int64_t round = 0; round < flags.rounds; ++round) {
     for (Path& path : paths) {
       if (absl::Status ran = RunRequests(*path.handler, requests, path.cost); !ran.ok()) return ran;
@@ -389,10 +449,10 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
       static_cast<long long>(flags.requests), static_cast<long long>(flags.max_batch),
       static_cast<double>(cache_pool.use().capacity_bytes) / (1 << 20));
   std::printf(
-      "| path | decoding | clients | tokens / s | × 1 client | TTFT p50 (ms) | TTFT p95 (ms) | "
+      "| path | decoding | clients | tokens / s | × 1 client | τ | TTFT p50 (ms) | TTFT p95 (ms) | "
       "ITL p50 (ms) | ITL p95 (ms) | mean batch (target / drafter) | cache pool (peak) | "
       "errors |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   const engine::InProcessPair& embedded = *pairs.front().second.in_process;
   const std::vector<SweptPath> swept = {
       {.name = "embedded",
@@ -417,12 +477,12 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
             RunSweepPoint(server->port, requests, block_size, clients, path, cache_pool, peak);
         if (clients == flags.concurrency.front()) single_stream[decoding] = point.tokens_per_s;
         std::printf(
-            "| %s | %s | %lld | %.1f | %.2f | %.1f | %.1f | %.1f | %.1f | %.2f / %.2f | %.1f%% | "
-            "%lld |\n",
+            "| %s | %s | %lld | %.1f | %.2f | %.2f | %.1f | %.1f | %.1f | %.1f | %.2f / %.2f | "
+            "%.1f%% | %lld |\n",
             path.name, decoding.c_str(), static_cast<long long>(clients), point.tokens_per_s,
-            point.tokens_per_s / single_stream[decoding], point.ttft_p50_ms, point.ttft_p95_ms,
-            point.itl_p50_ms, point.itl_p95_ms, point.target_batch, point.draft_batch,
-            100 * point.pool_peak, static_cast<long long>(point.errors));
+            point.tokens_per_s / single_stream[decoding], point.tau, point.ttft_p50_ms,
+            point.ttft_p95_ms, point.itl_p50_ms, point.itl_p95_ms, point.target_batch,
+            point.draft_batch, 100 * point.pool_peak, static_cast<long long>(point.errors));
         std::fflush(stdout);
       }
     }
@@ -456,6 +516,11 @@ void AddServeBench(CLI::App& bench) {
       ->capture_default_str();
   command->add_option("--rounds", flags->rounds, "alternating rounds of part 1")
       ->capture_default_str();
+  command
+      ->add_option("--force-tau", flags->force_tau,
+                   "Force every speculative block to accept this many tokens (the target's own "
+                   "next token included), following each prompt's greedy target-only continuation")
+      ->check(CLI::PositiveNumber);
   command->add_option("--concurrency", flags->concurrency, "client counts of the sweep")
       ->delimiter(',');
   command->add_option("--sweep", flags->sweep, "paths the sweep runs: embedded, distributed")

@@ -187,7 +187,7 @@ absl::Status BenchSpec(const SpecBenchFlags& flags) {
     std::vector<int64_t> reference = request.prompt;
     reference.insert(reference.end(), alone->ids.begin(), alone->ids.end());
     absl::StatusOr<std::unique_ptr<engine::ForcedAcceptanceDrafter>> forced =
-        engine::ForcedAcceptanceDrafter::Create(**drafter, std::move(reference), flags.force_tau,
+        engine::ForcedAcceptanceDrafter::Create(**drafter, {std::move(reference)}, flags.force_tau,
                                                 vocab);
     if (!forced.ok()) return forced.status();
     if (absl::Status ran = RunSpeculative(flags, *target, **forced, request, *alone); !ran.ok()) {
