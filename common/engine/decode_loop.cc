@@ -88,7 +88,11 @@ absl::StatusOr<GenerationResult> RunDecodeLoop(TargetPort& target, DraftPort* dr
     step.proposed = static_cast<int64_t>(drafts.tokens.size());
     step.accepted = verified->accepted();
     if (guarded && step.drafter_failure.ok()) {
-      guard->Record(step.proposed, step.accepted, step.draft_ms, step.target_ms,
+      // Priced without the waits for forwards to start: those come of requests out of step with
+      // each other, which the guard prices as all choosing the same.
+      std::optional<double> draft_ms = step.draft_ms;
+      if (draft_ms.has_value()) *draft_ms -= drafts.queued_ms;
+      guard->Record(step.proposed, step.accepted, draft_ms, step.target_ms - verified->queued_ms,
                     verified->forward_rows);
     }
     const int64_t before = output.size();

@@ -1,5 +1,6 @@
 #include "common/engine/draft_batcher.h"
 
+#include <chrono>
 #include <optional>
 #include <utility>
 
@@ -23,9 +24,10 @@ DraftBatcher::DraftBatcher(const Drafter& drafter, BatchingOptions options)
     : drafter_(drafter),
       batcher_(options, [this](std::span<DraftJob* const> batch) { return Step(batch); }) {}
 
-absl::StatusOr<DraftProposal> DraftBatcher::Propose(const DraftCall& call) {
+absl::StatusOr<DraftProposal> DraftBatcher::Propose(const DraftCall& call, double* queued_ms) {
   DraftJob job{.call = &call, .result = std::nullopt};
-  batcher_.Run(job);
+  const auto queued = batcher_.Run(job);
+  if (queued_ms != nullptr) *queued_ms = std::chrono::duration<double, std::milli>(queued).count();
   return *std::move(job.result);
 }
 

@@ -20,7 +20,8 @@ class DraftBatcher {
   DraftBatcher(const Drafter& drafter, BatchingOptions options);
 
   // `call` in the next batch that has room; blocks until done. A session's calls are serial.
-  absl::StatusOr<DraftProposal> Propose(const DraftCall& call);
+  // `queued_ms`, if given: how long the call waited for its forward to start.
+  absl::StatusOr<DraftProposal> Propose(const DraftCall& call, double* queued_ms = nullptr);
 
   using Membership = StepBatcher<DraftJob>::Membership;
   Membership Join() { return batcher_.Join(); }

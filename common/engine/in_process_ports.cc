@@ -66,16 +66,19 @@ absl::StatusOr<Drafts> InProcessDraftPort::Propose(int64_t anchor, int64_t max_t
   }
   if (!membership_.joined()) membership_ = batcher_.Join();
   const std::vector<CommittedContext> context = target_.TakeContext();
+  double queued_ms = 0;
   absl::StatusOr<DraftProposal> proposal =
       batcher_.Propose({.session = session_.get(),
                         .context = context,
                         .anchor = anchor,
                         .count = std::min(options_.block_size - 1, max_tokens),
                         .options = options_,
-                        .report_confidence = false});
+                        .report_confidence = false},
+                       &queued_ms);
   if (!proposal.ok()) return proposal.status();
   return Drafts{.tokens = std::move(proposal->tokens),
-                .distributions = std::move(proposal->distributions)};
+                .distributions = std::move(proposal->distributions),
+                .queued_ms = queued_ms};
 }
 
 InProcessPair::InProcessPair(const model::Qwen35Model& target, const Drafter* drafter,

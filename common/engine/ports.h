@@ -30,6 +30,8 @@ struct DraftDistribution {
 struct Drafts {
   std::vector<int64_t> tokens;
   std::vector<DraftDistribution> distributions;  // empty, or one per token when drawn
+  // Of the call's time, how long it waited for the draft forward to start (as EmittedTokens').
+  double queued_ms = 0;
 };
 
 // What one target step gave the output.
@@ -39,6 +41,10 @@ struct EmittedTokens {
   std::vector<TokenLogprob> logprobs;  // one per id, when asked for
   // Rows of the target forward that ran the step, other requests' batched with it (0: unknown).
   int64_t forward_rows = 0;
+  // Of the step's time, how long it waited for that forward to start (others' forwards running,
+  // batch members still to come): what a step costs beyond its forward when requests are out of
+  // step with each other.
+  double queued_ms = 0;
 
   int64_t accepted() const { return static_cast<int64_t>(ids.size()) - 1; }
 };

@@ -111,10 +111,12 @@ std::optional<SpeculationGuard::Request::Prices> SpeculationGuard::Request::Pric
   const StepCosts& costs = guard_->costs_;
   const auto requests = static_cast<double>(batch);
   const std::optional<double> single = costs.VerifyMs(batch, requests);
-  if (!single.has_value() || !costs.DraftMs(batch, 0).has_value()) return std::nullopt;
+  if (!single.has_value() || !costs.DraftMs(batch, 0, 0).has_value()) return std::nullopt;
   // The batch's forward is every member's step, and its members run the same guard on the same
-  // costs: each block is priced as if all of them chose it.
-  const double target_only = 1 / (costs.IdleDraftMs(batch).value_or(0) + *single);
+  // costs: each block is priced as if all of them chose it. Target-only, no one drafts, so the
+  // step's draft call (asking for none) returns at once, whatever it waited for beside drafting
+  // members when it was measured.
+  const double target_only = 1 / *single;
   const DraftOdds odds = OddsOf(guard_->regimes_[static_cast<size_t>(regime_)], own_, limit - 1);
   Prices prices{.best = {.block_size = 1, .expected_tokens = 1, .expected_speedup = 1},
                 .drafted = {}};
@@ -125,8 +127,8 @@ std::optional<SpeculationGuard::Request::Prices> SpeculationGuard::Request::Pric
     tokens += odds.accepted[size - 2];
     block += odds.proposed[size - 2];
     // Speculating every step, each draft call takes in what the step before committed.
-    const double rate =
-        tokens / (*costs.DraftMs(batch, tokens) + *costs.VerifyMs(batch, requests * block));
+    const double rate = tokens / (*costs.DraftMs(batch, tokens, static_cast<double>(size - 1)) +
+                                  *costs.VerifyMs(batch, requests * block));
     if (rate > drafted_rate) {
       drafted_rate = rate;
       prices.drafted = {
@@ -159,6 +161,8 @@ int64_t SpeculationGuard::Request::Choose(int64_t room) {
     choice = explore(prices->drafted);
   } else if (Stale(costs.SingleAge(batch_))) {
     choice = explore({.block_size = 1, .expected_speedup = prices->best.expected_speedup});
+  } else if (const int64_t other = OtherDraftCount(limit, prices->drafted); other > 1) {
+    choice = explore({.block_size = other});
   } else {
     choice = prices->best;
     if (choice.block_size > 1) {
@@ -176,14 +180,24 @@ int64_t SpeculationGuard::Request::Choose(int64_t room) {
   return choice.block_size;
 }
 
+int64_t SpeculationGuard::Request::OtherDraftCount(int64_t limit,
+                                                   const GuardChoice& drafted) const {
+  const std::optional<int64_t> measured = guard_->costs_.OnlyDraftCount(batch_);
+  if (!measured.has_value()) return 1;
+  // The best-priced block if it asks for another count, else one asking for half as many.
+  const int64_t block =
+      std::min(limit, drafted.block_size - 1 != *measured ? drafted.block_size : 1 + *measured / 2);
+  return block - 1 != *measured ? block : 1;
+}
+
 bool SpeculationGuard::Request::Affords(const GuardChoice& probe) const {
   // Only called with prices, so with both lines measured.
   const StepCosts& costs = guard_->costs_;
   const auto others = static_cast<double>(batch_ - 1);
-  const double target_only_ms =
-      costs.IdleDraftMs(batch_).value_or(0) + *costs.VerifyMs(batch_, others + 1);
+  const double target_only_ms = *costs.VerifyMs(batch_, others + 1);
   // The look's time beyond that of the target-only steps whose tokens it is expected to emit.
-  const double loss_ms = *costs.DraftMs(batch_, static_cast<double>(pending_rows_)) +
+  const double loss_ms = *costs.DraftMs(batch_, static_cast<double>(pending_rows_),
+                                        static_cast<double>(probe.block_size - 1)) +
                          *costs.VerifyMs(batch_, others + static_cast<double>(probe.block_size)) -
                          probe.expected_tokens * target_only_ms;
   return idle_ms_ * kProbeShare >= loss_ms;
@@ -201,11 +215,10 @@ void SpeculationGuard::Request::Record(int64_t proposed, int64_t accepted,
     if (regime.asked.front() > kRegimeMemory) regime.Scale(0.5);
   }
   if (asked > 0) {
-    if (draft_ms.has_value()) guard_->costs_.RecordDraft(batch_, pending_rows_, *draft_ms);
+    if (draft_ms.has_value()) guard_->costs_.RecordDraft(batch_, pending_rows_, asked, *draft_ms);
     pending_rows_ = 0;
     idle_ms_ = 0;
   } else {
-    if (draft_ms.has_value()) guard_->costs_.RecordIdleDraft(batch_, *draft_ms);
     idle_ms_ += draft_ms.value_or(0) + verify_ms;
   }
   guard_->costs_.RecordVerify(batch_, proposed + 1, forward_rows, verify_ms);

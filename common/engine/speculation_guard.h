@@ -5,16 +5,18 @@
 // own view of it.
 //
 // A step that asks for k − 1 drafts is expected to emit E(k) = 1 + Σ_{i<k−1} P(drafts 1 … i + 1
-// are accepted) tokens, and to cost the draft call plus the verify forward, which carries the
-// block the drafter is expected to fill (a suffix drafter often proposes fewer than asked) beside
-// the other requests' blocks. That forward is every batched request's step and they all run this
-// guard on the same measurements, so a block is priced as if every open request chose it: alone,
-// the request's own speed; among many, a wide block pays only if a forward of all of them does.
-// Acceptance is counted per regime over the pair's requests, and per request, whose own recent
-// steps weigh more as they come; costs are StepCosts at the number of requests open on the guard.
+// are accepted) tokens, and to cost the draft call asked for k − 1 drafts plus the verify
+// forward, which carries the block the drafter is expected to fill (a suffix drafter often
+// proposes fewer than asked) beside the other requests' blocks. That forward is every batched
+// request's step and they all run this guard on the same measurements, so a block is priced as if
+// every open request chose it: alone, the request's own speed; among many, a wide block pays only
+// if a forward of all of them does. Acceptance is counted per regime over the pair's requests, and
+// per request, whose own recent steps weigh more as they come; costs are StepCosts at the number of
+// requests open on the guard.
 //
 // It explores what it cannot price yet, and what it has not measured for a while: a batch size's
-// first steps speculate and then verify a single token, both again every kRefreshSteps steps at
+// first steps speculate, verify a single token and then draft another number of tokens (how a
+// draft call's time grows with its drafts), the first two again every kRefreshSteps steps at
 // that batch size; a request that stopped speculating tries its best-priced block after 32, 64,
 // 128, … of its steps, so a drafter that becomes good again (the text turned repetitive) is
 // taken back. Such a look costs the drafter's catch-up — every row committed since the request
@@ -81,6 +83,10 @@ class SpeculationGuard {
     // The prices of blocks up to `limit` at `batch` open requests; nullopt while the costs are
     // unknown. Under the guard's lock.
     std::optional<Prices> Price(int64_t limit, int64_t batch) const;
+    // While every draft call at its batch size asked for one count (what a call's time does
+    // with the count is unknown), a block of at most `limit` asking for another: `drafted`, the
+    // best priced, or half the drafts; 1 when there is none to ask. Under the lock.
+    int64_t OtherDraftCount(int64_t limit, const GuardChoice& drafted) const;
     // Whether the time it spent without speculating pays for a look at `probe`. Under the lock.
     bool Affords(const GuardChoice& probe) const;
 

@@ -45,6 +45,7 @@ struct BatchingStats {
 template <typename Job>
 class StepBatcher {
  public:
+  using Clock = std::chrono::steady_clock;
   // Runs one step over `batch`; returns, for each job, whether the step finished it.
   using Step = std::function<std::vector<bool>(std::span<Job* const> batch)>;
 
@@ -63,13 +64,16 @@ class StepBatcher {
   StepBatcher(const StepBatcher&) = delete;
   StepBatcher& operator=(const StepBatcher&) = delete;
 
-  // Queues `job` and returns once a step has finished it.
-  void Run(Job& job) {
+  // Queues `job` and returns once a step has finished it: how long the job waited for that
+  // step to start (others' steps running, members still to come), since it arrived or the step
+  // before that ran it ended.
+  Clock::duration Run(Job& job) {
     Entry entry{.job = &job, .arrived = Clock::now()};
     std::unique_lock lock(mutex_);
     queue_.push_back(&entry);
     queued_.notify_all();
     finished_.wait(lock, [&] { return entry.finished; });
+    return entry.queued;
   }
 
   // A session that queues jobs again and again; steps wait for it (as above) while the
@@ -104,13 +108,13 @@ class StepBatcher {
   }
 
  private:
-  using Clock = std::chrono::steady_clock;
   // The share of the last step's time a step waits for its members (when above max_delay).
   static constexpr double kWaitShareOfLastStep = 0.25;
 
   struct Entry {
     Job* job = nullptr;
     Clock::time_point arrived;
+    Clock::duration queued{};  // from `arrived` to the start of the last step that ran it
     bool finished = false;
   };
 
@@ -167,8 +171,9 @@ class StepBatcher {
         jobs.push_back(entry->job);
         rows += entry->job->rows();
       }
-      lock.unlock();
       const Clock::time_point began = Clock::now();
+      for (Entry* entry : batch) entry->queued = began - entry->arrived;
+      lock.unlock();
       const std::vector<bool> done = step_(jobs);
       lock.lock();
       const Clock::time_point now = Clock::now();

@@ -2,40 +2,73 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 
 namespace specd::engine {
 namespace {
 
-// Later samples move a mean by this share: about the last 16 steps count.
-constexpr double kWeight = 1.0 / 16;
-// The verify line's samples fade by this factor per step: about the last 64 count.
-constexpr double kLineFading = 1 - 1.0 / 64;
+// The planes' samples fade by this factor per step: about the last 64 steps count.
+constexpr double kPlaneFading = 1 - 1.0 / 64;
+
+// Each of a batch's requests records the step: one sample is a `batch`-th of it.
+double StepsPerSample(int64_t batch) {
+  return 1 / static_cast<double>(std::max<int64_t>(batch, 1));
+}
+
+double FadingPerSample(int64_t batch) { return std::pow(kPlaneFading, StepsPerSample(batch)); }
 
 }  // namespace
 
-void StepCosts::Mean::Add(double sample) {
-  ++samples;
-  value += (sample - value) * std::max(kWeight, 1.0 / static_cast<double>(samples));
-}
-
-void StepCosts::Line::Add(double sample_rows, double sample_ms) {
-  for (double* sum : {&weight, &rows, &rows_squared, &ms, &rows_ms}) *sum *= kLineFading;
+void StepCosts::Plane::Add(double sample_x, double sample_y, double sample_ms, double fading) {
+  for (double* sum : {&weight, &x, &y, &ms, &xx, &yy, &xy, &x_ms, &y_ms}) *sum *= fading;
   weight += 1;
-  rows += sample_rows;
-  rows_squared += sample_rows * sample_rows;
+  x += sample_x;
+  y += sample_y;
   ms += sample_ms;
-  rows_ms += sample_rows * sample_ms;
+  xx += sample_x * sample_x;
+  yy += sample_y * sample_y;
+  xy += sample_x * sample_y;
+  x_ms += sample_x * sample_ms;
+  y_ms += sample_y * sample_ms;
 }
 
-double StepCosts::Line::At(double at_rows) const {
-  const double mean_rows = rows / weight;
-  const double mean_ms = ms / weight;
-  const double spread = rows_squared / weight - mean_rows * mean_rows;
-  // Rows that never varied say nothing of the slope: flat until they do. Time never falls
-  // with more rows.
-  const double slope =
-      spread < 1 ? 0 : std::max(0.0, (rows_ms / weight - mean_rows * mean_ms) / spread);
-  return std::max(0.0, mean_ms + slope * (at_rows - mean_rows));
+double StepCosts::Plane::At(double at_x, double at_y) const {
+  const double mean_x = x / weight, mean_y = y / weight, mean_ms = ms / weight;
+  const double spread_x = xx / weight - mean_x * mean_x;
+  const double spread_y = yy / weight - mean_y * mean_y;
+  const double spread_xy = xy / weight - mean_x * mean_y;
+  const double x_ms_spread = x_ms / weight - mean_x * mean_ms;
+  const double y_ms_spread = y_ms / weight - mean_y * mean_ms;
+  // One input's slope alone: none while it never varied.
+  const auto alone = [](double spread, double with_ms) {
+    return spread < 1 ? 0.0 : std::max(0.0, with_ms / spread);
+  };
+  double slope_x = alone(spread_x, x_ms_spread);
+  double slope_y = alone(spread_y, y_ms_spread);
+  if (spread_x >= 1 && spread_y >= 1) {
+    // Both varied: the normal equations, with a small ridge so that samples whose inputs varied
+    // only together (on one line) share the slope the smallest change explains.
+    const double ridge = 1e-6 * (spread_x + spread_y);
+    const double det = (spread_x + ridge) * (spread_y + ridge) - spread_xy * spread_xy;
+    const double both_x = ((spread_y + ridge) * x_ms_spread - spread_xy * y_ms_spread) / det;
+    const double both_y = ((spread_x + ridge) * y_ms_spread - spread_xy * x_ms_spread) / det;
+    // A negative slope is dropped, and the other input's taken alone.
+    if (both_x >= 0 && both_y >= 0) {
+      slope_x = both_x;
+      slope_y = both_y;
+    } else if (both_x < 0) {
+      slope_x = 0;
+    } else {
+      slope_y = 0;
+    }
+  }
+  return std::max(0.0, mean_ms + slope_x * (at_x - mean_x) + slope_y * (at_y - mean_y));
+}
+
+std::optional<double> StepCosts::Plane::OnlyY() const {
+  const double mean_y = y / weight;
+  if (yy / weight - mean_y * mean_y >= 1) return std::nullopt;
+  return mean_y;
 }
 
 size_t StepCosts::BucketOf(int64_t batch) {
@@ -56,48 +89,49 @@ const StepCosts::Bucket* StepCosts::Find(int64_t batch) const {
 
 void StepCosts::RecordVerify(int64_t batch, int64_t own, int64_t forward_rows, double ms) {
   Bucket& bucket = At(batch);
-  const int64_t step = ++bucket.steps;
+  bucket.steps += StepsPerSample(batch);
   const int64_t rows = forward_rows > 0 ? std::max(forward_rows, own) : own * batch;
-  bucket.verify.Add(static_cast<double>(rows), ms);
-  if (own == 1) bucket.single_at_step = step;
+  bucket.verify.Add(static_cast<double>(rows), 0, ms, FadingPerSample(batch));
+  if (own == 1) bucket.single_at_step = bucket.steps;
 }
 
-void StepCosts::RecordDraft(int64_t batch, int64_t context_rows, double ms) {
+void StepCosts::RecordDraft(int64_t batch, int64_t context_rows, int64_t drafts, double ms) {
   Bucket& bucket = At(batch);
-  bucket.drafting.Add(static_cast<double>(context_rows), ms);
+  bucket.drafting.Add(static_cast<double>(context_rows), static_cast<double>(drafts), ms,
+                      FadingPerSample(batch));
   bucket.drafted_at_step = bucket.steps;
 }
-
-void StepCosts::RecordIdleDraft(int64_t batch, double ms) { At(batch).idle_draft.Add(ms); }
 
 std::optional<double> StepCosts::VerifyMs(int64_t batch, double rows) const {
   const Bucket* bucket = Find(batch);
   if (bucket == nullptr || bucket->verify.weight == 0) return std::nullopt;
-  return bucket->verify.At(rows);
+  return bucket->verify.At(rows, 0);
 }
 
-std::optional<double> StepCosts::DraftMs(int64_t batch, double context_rows) const {
+std::optional<double> StepCosts::DraftMs(int64_t batch, double context_rows, double drafts) const {
   const Bucket* bucket = Find(batch);
   if (bucket == nullptr || bucket->drafting.weight == 0) return std::nullopt;
-  return bucket->drafting.At(context_rows);
+  return bucket->drafting.At(context_rows, drafts);
 }
 
-std::optional<double> StepCosts::IdleDraftMs(int64_t batch) const {
+std::optional<int64_t> StepCosts::OnlyDraftCount(int64_t batch) const {
   const Bucket* bucket = Find(batch);
-  if (bucket == nullptr || bucket->idle_draft.samples == 0) return std::nullopt;
-  return bucket->idle_draft.value;
+  if (bucket == nullptr || bucket->drafting.weight == 0) return std::nullopt;
+  const std::optional<double> drafts = bucket->drafting.OnlyY();
+  if (!drafts.has_value()) return std::nullopt;
+  return std::llround(*drafts);
 }
 
 std::optional<int64_t> StepCosts::SingleAge(int64_t batch) const {
   const Bucket* bucket = Find(batch);
   if (bucket == nullptr || !bucket->single_at_step.has_value()) return std::nullopt;
-  return bucket->steps - *bucket->single_at_step;
+  return static_cast<int64_t>(bucket->steps - *bucket->single_at_step);
 }
 
 std::optional<int64_t> StepCosts::DraftAge(int64_t batch) const {
   const Bucket* bucket = Find(batch);
   if (bucket == nullptr || !bucket->drafted_at_step.has_value()) return std::nullopt;
-  return bucket->steps - *bucket->drafted_at_step;
+  return static_cast<int64_t>(bucket->steps - *bucket->drafted_at_step);
 }
 
 }  // namespace specd::engine

@@ -4,11 +4,11 @@
 // step's time is that of a forward over every member's rows. Kept per batch size:
 // - the verify forward's time as a line in its rows, fitted to recent steps (a forward that also
 //   took prefill chunks is priced by its larger row count, not blamed on a block);
-// - the draft call's time when it drafts, as a line in the context rows it takes in first (the
+// - the draft call's time when it drafts, as a plane in the context rows it takes in first (the
 //   rows committed since the request last drafted: a drafter that reads hidden states projects
 //   each, so a call after many steps without drafting, or the first after a long prompt, costs
-//   more);
-// - its time when it drafts nothing (the call still returns only once the others' drafting has).
+//   more) and in the drafts it is asked for (a model drafter's head runs over each drafted
+//   position, which on a CPU costs about what a verified row does).
 // Not thread-safe: the guard locks it.
 #include <cstdint>
 #include <optional>
@@ -21,46 +21,41 @@ class StepCosts {
   // A verify step at `batch` open requests that took `ms`, in a forward of `forward_rows` rows
   // (0: unknown, taken as `batch` blocks like its own), `own` of them its own.
   void RecordVerify(int64_t batch, int64_t own, int64_t forward_rows, double ms);
-  // A draft call at `batch` that drafted after taking in `context_rows` rows.
-  void RecordDraft(int64_t batch, int64_t context_rows, double ms);
-  // A draft call at `batch` that drafted nothing.
-  void RecordIdleDraft(int64_t batch, double ms);
+  // A draft call at `batch` that took in `context_rows` rows, then was asked for `drafts` drafts.
+  void RecordDraft(int64_t batch, int64_t context_rows, int64_t drafts, double ms);
 
   // The time of a forward of `rows` rows (fractional: expected) at `batch`; nullopt before any.
   std::optional<double> VerifyMs(int64_t batch, double rows) const;
-  // The time of a draft call that takes in `context_rows` rows and drafts; nullopt before any.
-  std::optional<double> DraftMs(int64_t batch, double context_rows) const;
-  // The time of a draft call that drafts nothing; nullopt before any.
-  std::optional<double> IdleDraftMs(int64_t batch) const;
+  // The time of a draft call that takes in `context_rows` rows and is asked for `drafts` drafts;
+  // nullopt before any.
+  std::optional<double> DraftMs(int64_t batch, double context_rows, double drafts) const;
+  // The drafts every draft call at `batch` was asked for while all were asked for as many (how a
+  // call's time changes with the count is unknown then); nullopt before any call and after.
+  std::optional<int64_t> OnlyDraftCount(int64_t batch) const;
 
-  // Verify steps recorded at `batch` since one of a single own token, or a drafting call, was
-  // (nullopt: never).
+  // Steps (forwards, however many of their requests recorded them) at `batch` since one with a
+  // single own token, or a drafting call, was recorded (nullopt: never).
   std::optional<int64_t> SingleAge(int64_t batch) const;
   std::optional<int64_t> DraftAge(int64_t batch) const;
 
  private:
-  // An exponentially weighted mean: the first samples count fully, later ones by a fixed
-  // weight, so the cost follows a machine whose load changes.
-  struct Mean {
-    double value = 0;
-    int64_t samples = 0;
+  // Least squares of ms on two inputs over the samples, older ones fading. An input that never
+  // varied says nothing of its slope: flat in it until it does. Time never falls as one grows.
+  struct Plane {
+    double weight = 0, x = 0, y = 0, ms = 0, xx = 0, yy = 0, xy = 0, x_ms = 0, y_ms = 0;
 
-    void Add(double sample);
-  };
-  // Least squares of ms on rows over the samples, older ones fading.
-  struct Line {
-    double weight = 0, rows = 0, rows_squared = 0, ms = 0, rows_ms = 0;
-
-    void Add(double sample_rows, double sample_ms);
-    double At(double at_rows) const;
+    // Older samples' weights multiplied by `fading` first.
+    void Add(double sample_x, double sample_y, double sample_ms, double fading);
+    double At(double at_x, double at_y) const;
+    // The samples' y while it never varied; nullopt once it has.
+    std::optional<double> OnlyY() const;
   };
   struct Bucket {
-    Line verify;
-    std::optional<int64_t> single_at_step;  // the last step of one own token
-    Line drafting;
-    std::optional<int64_t> drafted_at_step;  // the last step that drafted
-    Mean idle_draft;
-    int64_t steps = 0;
+    Plane verify;                           // in rows (y unused)
+    std::optional<double> single_at_step;   // the last step of one own token
+    Plane drafting;                         // in context rows and drafts
+    std::optional<double> drafted_at_step;  // the last step that drafted
+    double steps = 0;                       // each sample a batch-th of one
   };
 
   static size_t BucketOf(int64_t batch);

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <chrono>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -58,7 +59,10 @@ absl::StatusOr<TargetStep> TargetBatcher::Verify(TargetSession& session, const D
 
 absl::StatusOr<TargetStep> TargetBatcher::Run(TargetSession& session) {
   TargetJob job{.session = &session, .result = std::nullopt};
-  batcher_.Run(job);
+  const auto queued = batcher_.Run(job);
+  if (job.result->ok()) {
+    (*job.result)->tokens.queued_ms = std::chrono::duration<double, std::milli>(queued).count();
+  }
   return *std::move(job.result);
 }
 

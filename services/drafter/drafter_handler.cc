@@ -175,13 +175,16 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
     if (reads_rows_) from = std::min<int64_t>(request.context().token_range().begin(), from);
     absl::StatusOr<engine::CommittedContext> context = ContextOf(session, request, from, end);
     if (!context.ok()) return context.status();
+    double queued_ms = 0;
     absl::StatusOr<engine::DraftProposal> proposal =
         batcher_.Propose({.session = &draft,
                           .context = {&*context, 1},
                           .anchor = request.anchor_token_id(),
                           .count = options.block_size - 1,
                           .options = options,
-                          .report_confidence = request.return_confidence()});
+                          .report_confidence = request.return_confidence()},
+                         &queued_ms);
+    *response.mutable_queue_time() = rpc::ToProtoDuration(absl::Milliseconds(queued_ms));
     if (!proposal.ok()) return proposal.status();
     response.mutable_draft_token_ids()->Assign(proposal->tokens.begin(), proposal->tokens.end());
     response.mutable_confidence()->Assign(proposal->confidence.begin(), proposal->confidence.end());

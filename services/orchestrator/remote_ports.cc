@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/draft_sampling_proto.h"
+#include "common/rpc/proto_duration.h"
 #include "services/verifier/sampling_params.h"
 
 namespace specd::orchestrator {
@@ -52,7 +53,8 @@ absl::StatusOr<engine::EmittedTokens> RemoteTargetPort::Verify(const engine::Dra
   engine::EmittedTokens tokens{.ids = std::vector<int64_t>(response->accepted_token_ids().begin(),
                                                            response->accepted_token_ids().end()),
                                .logprobs = {},
-                               .forward_rows = response->forward_rows()};
+                               .forward_rows = response->forward_rows(),
+                               .queued_ms = rpc::ToMilliseconds(response->queue_time())};
   tokens.ids.push_back(response->next_token_id());
   for (const v1::TokenLogprob& logprob : response->logprobs()) {
     tokens.logprobs.push_back(verifier::FromProto(logprob));
@@ -110,7 +112,8 @@ absl::StatusOr<engine::Drafts> RemoteDraftPort::Propose(int64_t anchor, int64_t 
   const int64_t kept = std::min<int64_t>(response->draft_token_ids_size(), max_tokens);
   engine::Drafts drafts{.tokens = std::vector<int64_t>(response->draft_token_ids().begin(),
                                                        response->draft_token_ids().begin() + kept),
-                        .distributions = {}};
+                        .distributions = {},
+                        .queued_ms = rpc::ToMilliseconds(response->queue_time())};
   for (int64_t i = 0; i < kept && i < response->distributions_size(); ++i) {
     drafts.distributions.push_back(rpc::FromProto(response->distributions(static_cast<int>(i))));
   }

@@ -224,6 +224,7 @@ absl::StatusOr<v1::VerifyResponse> VerifierHandler::RunVerify(Session& session,
   }
   response.set_generation(session.generation);
   response.set_forward_rows(static_cast<uint32_t>(step->tokens.forward_rows));
+  *response.mutable_queue_time() = rpc::ToProtoDuration(absl::Milliseconds(step->tokens.queued_ms));
   *response.mutable_compute_time() = rpc::ToProtoDuration(base::Clock::now() - start);
   return response;
 }
