@@ -88,12 +88,7 @@ absl::StatusOr<GenerationResult> RunDecodeLoop(TargetPort& target, DraftPort* dr
     step.proposed = static_cast<int64_t>(drafts.tokens.size());
     step.accepted = verified->accepted();
     if (guarded && step.drafter_failure.ok()) {
-      // Priced without the waits for forwards to start: those come of requests out of step with
-      // each other, which the guard prices as all choosing the same.
-      std::optional<double> draft_ms = step.draft_ms;
-      if (draft_ms.has_value()) *draft_ms -= drafts.queued_ms;
-      guard->Record(step.proposed, step.accepted, draft_ms, step.target_ms - verified->queued_ms,
-                    verified->forward_rows);
+      guard->Record(drafts, *verified, step.draft_ms, step.target_ms);
     }
     const int64_t before = output.size();
     if (absl::Status emitted = Emit(*verified, output, step, logprobs); !emitted.ok()) {

@@ -9,6 +9,7 @@ namespace specd::engine {
 struct DraftJob {
   const DraftCall* call = nullptr;
   std::optional<absl::StatusOr<DraftProposal>> result;
+  DraftForward forward;
 
   int64_t rows() const {
     int64_t rows = call->count > 0 ? call->options.block_size : 0;
@@ -24,19 +25,28 @@ DraftBatcher::DraftBatcher(const Drafter& drafter, BatchingOptions options)
     : drafter_(drafter),
       batcher_(options, [this](std::span<DraftJob* const> batch) { return Step(batch); }) {}
 
-absl::StatusOr<DraftProposal> DraftBatcher::Propose(const DraftCall& call, double* queued_ms) {
-  DraftJob job{.call = &call, .result = std::nullopt};
+absl::StatusOr<DraftProposal> DraftBatcher::Propose(const DraftCall& call, DraftForward* forward) {
+  DraftJob job{.call = &call, .result = std::nullopt, .forward = {}};
   const auto queued = batcher_.Run(job);
-  if (queued_ms != nullptr) *queued_ms = std::chrono::duration<double, std::milli>(queued).count();
+  job.forward.queued_ms = std::chrono::duration<double, std::milli>(queued).count();
+  if (forward != nullptr) *forward = job.forward;
   return *std::move(job.result);
 }
 
 std::vector<bool> DraftBatcher::Step(std::span<DraftJob* const> batch) const {
   std::vector<DraftCall> calls;
   calls.reserve(batch.size());
-  for (const DraftJob* job : batch) calls.push_back(*job->call);
+  DraftForward forward;
+  for (const DraftJob* job : batch) {
+    calls.push_back(*job->call);
+    forward.rows += job->rows();
+    forward.drafts += job->call->count;
+  }
   std::vector<absl::StatusOr<DraftProposal>> proposals = drafter_.ProposeBatch(calls);
-  for (size_t i = 0; i < batch.size(); ++i) batch[i]->result = std::move(proposals[i]);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    batch[i]->result = std::move(proposals[i]);
+    batch[i]->forward = forward;
+  }
   return std::vector<bool>(batch.size(), true);
 }
 

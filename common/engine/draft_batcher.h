@@ -14,14 +14,21 @@ namespace specd::engine {
 
 struct DraftJob;  // one session's call in the queue
 
+// The forward that ran a call: its rows and drafts (every call's) and the call's wait for it.
+struct DraftForward {
+  int64_t rows = 0;
+  int64_t drafts = 0;
+  double queued_ms = 0;
+};
+
 class DraftBatcher {
  public:
   // `drafter` must outlive the batcher.
   DraftBatcher(const Drafter& drafter, BatchingOptions options);
 
   // `call` in the next batch that has room; blocks until done. A session's calls are serial.
-  // `queued_ms`, if given: how long the call waited for its forward to start.
-  absl::StatusOr<DraftProposal> Propose(const DraftCall& call, double* queued_ms = nullptr);
+  // `forward`, if given, is told about the forward that ran it.
+  absl::StatusOr<DraftProposal> Propose(const DraftCall& call, DraftForward* forward = nullptr);
 
   using Membership = StepBatcher<DraftJob>::Membership;
   Membership Join() { return batcher_.Join(); }

@@ -66,7 +66,7 @@ absl::StatusOr<Drafts> InProcessDraftPort::Propose(int64_t anchor, int64_t max_t
   }
   if (!membership_.joined()) membership_ = batcher_.Join();
   const std::vector<CommittedContext> context = target_.TakeContext();
-  double queued_ms = 0;
+  DraftForward forward;
   absl::StatusOr<DraftProposal> proposal =
       batcher_.Propose({.session = session_.get(),
                         .context = context,
@@ -74,11 +74,13 @@ absl::StatusOr<Drafts> InProcessDraftPort::Propose(int64_t anchor, int64_t max_t
                         .count = std::min(options_.block_size - 1, max_tokens),
                         .options = options_,
                         .report_confidence = false},
-                       &queued_ms);
+                       &forward);
   if (!proposal.ok()) return proposal.status();
   return Drafts{.tokens = std::move(proposal->tokens),
                 .distributions = std::move(proposal->distributions),
-                .queued_ms = queued_ms};
+                .forward_rows = forward.rows,
+                .forward_drafts = forward.drafts,
+                .queued_ms = forward.queued_ms};
 }
 
 InProcessPair::InProcessPair(const model::Qwen35Model& target, const Drafter* drafter,

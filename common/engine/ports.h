@@ -30,7 +30,11 @@ struct DraftDistribution {
 struct Drafts {
   std::vector<int64_t> tokens;
   std::vector<DraftDistribution> distributions;  // empty, or one per token when drawn
-  // Of the call's time, how long it waited for the draft forward to start (as EmittedTokens').
+  // The draft forward that ran the call, other requests' batched with it (0: unknown): its rows
+  // (DraftBatcher's: blocks and context rows taken in) and the drafts asked of it.
+  int64_t forward_rows = 0;
+  int64_t forward_drafts = 0;
+  // Of the call's time, how long it waited for that forward to start (as EmittedTokens').
   double queued_ms = 0;
 };
 

@@ -112,6 +112,8 @@ std::optional<SpeculationGuard::Request::Prices> SpeculationGuard::Request::Pric
   const auto requests = static_cast<double>(batch);
   const std::optional<double> single = costs.VerifyMs(batch, requests);
   if (!single.has_value() || !costs.DraftMs(batch, 0, 0).has_value()) return std::nullopt;
+  // Each member's draft call takes in what its step before committed, drafts its whole block
+  // and is asked for size − 1 drafts.
   // The batch's forward is every member's step, and its members run the same guard on the same
   // costs: each block is priced as if all of them chose it. Target-only, no one drafts, so the
   // step's draft call (asking for none) returns at once, whatever it waited for beside drafting
@@ -126,9 +128,10 @@ std::optional<SpeculationGuard::Request::Prices> SpeculationGuard::Request::Pric
   for (int64_t size = 2; size <= limit; ++size) {
     tokens += odds.accepted[size - 2];
     block += odds.proposed[size - 2];
-    // Speculating every step, each draft call takes in what the step before committed.
-    const double rate = tokens / (*costs.DraftMs(batch, tokens, static_cast<double>(size - 1)) +
-                                  *costs.VerifyMs(batch, requests * block));
+    const double draft_ms =
+        *costs.DraftMs(batch, requests * (static_cast<double>(block_size_) + tokens),
+                       requests * static_cast<double>(size - 1));
+    const double rate = tokens / (draft_ms + *costs.VerifyMs(batch, requests * block));
     if (rate > drafted_rate) {
       drafted_rate = rate;
       prices.drafted = {
@@ -196,18 +199,20 @@ bool SpeculationGuard::Request::Affords(const GuardChoice& probe) const {
   const auto others = static_cast<double>(batch_ - 1);
   const double target_only_ms = *costs.VerifyMs(batch_, others + 1);
   // The look's time beyond that of the target-only steps whose tokens it is expected to emit.
-  const double loss_ms = *costs.DraftMs(batch_, static_cast<double>(pending_rows_),
+  // It drafts alone.
+  const double loss_ms = *costs.DraftMs(batch_, static_cast<double>(block_size_ + pending_rows_),
                                         static_cast<double>(probe.block_size - 1)) +
                          *costs.VerifyMs(batch_, others + static_cast<double>(probe.block_size)) -
                          probe.expected_tokens * target_only_ms;
   return idle_ms_ * kProbeShare >= loss_ms;
 }
 
-void SpeculationGuard::Request::Record(int64_t proposed, int64_t accepted,
-                                       std::optional<double> draft_ms, double verify_ms,
-                                       int64_t forward_rows) {
+void SpeculationGuard::Request::Record(const Drafts& drafts, const EmittedTokens& verified,
+                                       std::optional<double> draft_ms, double verify_ms) {
   std::lock_guard lock(guard_->mutex_);
   const int64_t asked = last_.block_size - 1;
+  const auto proposed = static_cast<int64_t>(drafts.tokens.size());
+  const int64_t accepted = verified.accepted();
   if (asked > 0) {
     own_.Add(asked, proposed, accepted);
     DraftPositionCounts& regime = guard_->regimes_[static_cast<size_t>(regime_)];
@@ -215,13 +220,21 @@ void SpeculationGuard::Request::Record(int64_t proposed, int64_t accepted,
     if (regime.asked.front() > kRegimeMemory) regime.Scale(0.5);
   }
   if (asked > 0) {
-    if (draft_ms.has_value()) guard_->costs_.RecordDraft(batch_, pending_rows_, asked, *draft_ms);
+    if (draft_ms.has_value()) {
+      // A forward a remote drafter did not describe is taken as every member's call like this.
+      const int64_t rows =
+          drafts.forward_rows > 0 ? drafts.forward_rows : batch_ * (block_size_ + pending_rows_);
+      const int64_t forward_drafts =
+          drafts.forward_drafts > 0 ? drafts.forward_drafts : batch_ * asked;
+      guard_->costs_.RecordDraft(batch_, asked, rows, forward_drafts, *draft_ms - drafts.queued_ms);
+    }
     pending_rows_ = 0;
     idle_ms_ = 0;
   } else {
     idle_ms_ += draft_ms.value_or(0) + verify_ms;
   }
-  guard_->costs_.RecordVerify(batch_, proposed + 1, forward_rows, verify_ms);
+  guard_->costs_.RecordVerify(batch_, proposed + 1, verified.forward_rows,
+                              verify_ms - verified.queued_ms);
   pending_rows_ += accepted + 1;
 }
 

@@ -30,6 +30,7 @@
 #include <optional>
 #include <vector>
 
+#include "common/engine/ports.h"
 #include "common/engine/regime.h"
 #include "common/engine/step_costs.h"
 
@@ -64,11 +65,12 @@ class SpeculationGuard {
     // The next step's block size, at most min(`room`, the request's block size); 1 when the
     // step has room for one token only.
     int64_t Choose(int64_t room);
-    // What the step Choose planned did: the drafts proposed and accepted, the draft call's time
-    // (none for a step without one) and the verify's, whose forward had `forward_rows` rows
-    // (EmittedTokens::forward_rows; 0: unknown).
-    void Record(int64_t proposed, int64_t accepted, std::optional<double> draft_ms,
-                double verify_ms, int64_t forward_rows);
+    // What the step Choose planned did: `drafts` proposed (none without a draft call) and
+    // `verified` emitted, the draft call's time and the verify's. Times are priced without
+    // their waits for a forward to start (Drafts' and EmittedTokens' queued_ms): a wait comes
+    // of requests out of step with each other, which the batch choosing one block would not be.
+    void Record(const Drafts& drafts, const EmittedTokens& verified, std::optional<double> draft_ms,
+                double verify_ms);
 
     // The last choice.
     const GuardChoice& last() const { return last_; }

@@ -65,12 +65,6 @@ double StepCosts::Plane::At(double at_x, double at_y) const {
   return std::max(0.0, mean_ms + slope_x * (at_x - mean_x) + slope_y * (at_y - mean_y));
 }
 
-std::optional<double> StepCosts::Plane::OnlyY() const {
-  const double mean_y = y / weight;
-  if (yy / weight - mean_y * mean_y >= 1) return std::nullopt;
-  return mean_y;
-}
-
 size_t StepCosts::BucketOf(int64_t batch) {
   // 1, 2, 3–4, 5–8, 9–16, …
   return std::bit_width(static_cast<uint64_t>(std::max<int64_t>(batch, 1) - 1));
@@ -95,10 +89,15 @@ void StepCosts::RecordVerify(int64_t batch, int64_t own, int64_t forward_rows, d
   if (own == 1) bucket.single_at_step = bucket.steps;
 }
 
-void StepCosts::RecordDraft(int64_t batch, int64_t context_rows, int64_t drafts, double ms) {
+void StepCosts::RecordDraft(int64_t batch, int64_t own_drafts, int64_t forward_rows,
+                            int64_t forward_drafts, double ms) {
   Bucket& bucket = At(batch);
-  bucket.drafting.Add(static_cast<double>(context_rows), static_cast<double>(drafts), ms,
+  bucket.drafting.Add(static_cast<double>(forward_rows), static_cast<double>(forward_drafts), ms,
                       FadingPerSample(batch));
+  if (bucket.own_drafts.has_value() && *bucket.own_drafts != own_drafts) {
+    bucket.own_drafts_varied = true;
+  }
+  bucket.own_drafts = own_drafts;
   bucket.drafted_at_step = bucket.steps;
 }
 
@@ -108,18 +107,16 @@ std::optional<double> StepCosts::VerifyMs(int64_t batch, double rows) const {
   return bucket->verify.At(rows, 0);
 }
 
-std::optional<double> StepCosts::DraftMs(int64_t batch, double context_rows, double drafts) const {
+std::optional<double> StepCosts::DraftMs(int64_t batch, double rows, double drafts) const {
   const Bucket* bucket = Find(batch);
   if (bucket == nullptr || bucket->drafting.weight == 0) return std::nullopt;
-  return bucket->drafting.At(context_rows, drafts);
+  return bucket->drafting.At(rows, drafts);
 }
 
 std::optional<int64_t> StepCosts::OnlyDraftCount(int64_t batch) const {
   const Bucket* bucket = Find(batch);
-  if (bucket == nullptr || bucket->drafting.weight == 0) return std::nullopt;
-  const std::optional<double> drafts = bucket->drafting.OnlyY();
-  if (!drafts.has_value()) return std::nullopt;
-  return std::llround(*drafts);
+  if (bucket == nullptr || bucket->own_drafts_varied) return std::nullopt;
+  return bucket->own_drafts;
 }
 
 std::optional<int64_t> StepCosts::SingleAge(int64_t batch) const {

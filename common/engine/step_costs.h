@@ -4,11 +4,13 @@
 // step's time is that of a forward over every member's rows. Kept per batch size:
 // - the verify forward's time as a line in its rows, fitted to recent steps (a forward that also
 //   took prefill chunks is priced by its larger row count, not blamed on a block);
-// - the draft call's time when it drafts, as a plane in the context rows it takes in first (the
-//   rows committed since the request last drafted: a drafter that reads hidden states projects
-//   each, so a call after many steps without drafting, or the first after a long prompt, costs
-//   more) and in the drafts it is asked for (a model drafter's head runs over each drafted
-//   position, which on a CPU costs about what a verified row does).
+// - the draft forward's time, as a plane in its rows (each call's block, and the context rows it
+//   takes in first: those committed since the request last drafted, which a drafter reading
+//   hidden states projects, so a call after many steps without drafting, or the first after a
+//   long prompt, costs more) and in the drafts asked of it (a model drafter's head runs over
+//   each drafted position, which on a CPU costs about what a verified row does).
+// Times exclude the wait for the forward to start; each of a batch's requests records the same
+// step, so its samples count as a batch-th of one.
 // Not thread-safe: the guard locks it.
 #include <cstdint>
 #include <optional>
@@ -21,14 +23,17 @@ class StepCosts {
   // A verify step at `batch` open requests that took `ms`, in a forward of `forward_rows` rows
   // (0: unknown, taken as `batch` blocks like its own), `own` of them its own.
   void RecordVerify(int64_t batch, int64_t own, int64_t forward_rows, double ms);
-  // A draft call at `batch` that took in `context_rows` rows, then was asked for `drafts` drafts.
-  void RecordDraft(int64_t batch, int64_t context_rows, int64_t drafts, double ms);
+  // A draft call at `batch` that was asked for `own_drafts` drafts, in a draft forward of
+  // `forward_rows` rows (every call's block and context rows taken in) asked for
+  // `forward_drafts`, that took `ms`.
+  void RecordDraft(int64_t batch, int64_t own_drafts, int64_t forward_rows, int64_t forward_drafts,
+                   double ms);
 
   // The time of a forward of `rows` rows (fractional: expected) at `batch`; nullopt before any.
   std::optional<double> VerifyMs(int64_t batch, double rows) const;
-  // The time of a draft call that takes in `context_rows` rows and is asked for `drafts` drafts;
-  // nullopt before any.
-  std::optional<double> DraftMs(int64_t batch, double context_rows, double drafts) const;
+  // The time of a draft forward of `rows` rows asked for `drafts` drafts at `batch`; nullopt
+  // before any.
+  std::optional<double> DraftMs(int64_t batch, double rows, double drafts) const;
   // The drafts every draft call at `batch` was asked for while all were asked for as many (how a
   // call's time changes with the count is unknown then); nullopt before any call and after.
   std::optional<int64_t> OnlyDraftCount(int64_t batch) const;
@@ -47,15 +52,15 @@ class StepCosts {
     // Older samples' weights multiplied by `fading` first.
     void Add(double sample_x, double sample_y, double sample_ms, double fading);
     double At(double at_x, double at_y) const;
-    // The samples' y while it never varied; nullopt once it has.
-    std::optional<double> OnlyY() const;
   };
   struct Bucket {
     Plane verify;                           // in rows (y unused)
     std::optional<double> single_at_step;   // the last step of one own token
-    Plane drafting;                         // in context rows and drafts
+    Plane drafting;                         // in a draft forward's rows and drafts
     std::optional<double> drafted_at_step;  // the last step that drafted
-    double steps = 0;                       // each sample a batch-th of one
+    std::optional<int64_t> own_drafts;      // what every call asked for, while all asked alike
+    bool own_drafts_varied = false;
+    double steps = 0;  // each sample a batch-th of one
   };
 
   static size_t BucketOf(int64_t batch);

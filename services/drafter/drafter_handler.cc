@@ -175,7 +175,7 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
     if (reads_rows_) from = std::min<int64_t>(request.context().token_range().begin(), from);
     absl::StatusOr<engine::CommittedContext> context = ContextOf(session, request, from, end);
     if (!context.ok()) return context.status();
-    double queued_ms = 0;
+    engine::DraftForward forward;
     absl::StatusOr<engine::DraftProposal> proposal =
         batcher_.Propose({.session = &draft,
                           .context = {&*context, 1},
@@ -183,8 +183,10 @@ absl::StatusOr<v1::DraftResponse> DrafterHandler::RunDraft(Session& session,
                           .count = options.block_size - 1,
                           .options = options,
                           .report_confidence = request.return_confidence()},
-                         &queued_ms);
-    *response.mutable_queue_time() = rpc::ToProtoDuration(absl::Milliseconds(queued_ms));
+                         &forward);
+    response.set_forward_rows(static_cast<uint32_t>(forward.rows));
+    response.set_forward_drafts(static_cast<uint32_t>(forward.drafts));
+    *response.mutable_queue_time() = rpc::ToProtoDuration(absl::Milliseconds(forward.queued_ms));
     if (!proposal.ok()) return proposal.status();
     response.mutable_draft_token_ids()->Assign(proposal->tokens.begin(), proposal->tokens.end());
     response.mutable_confidence()->Assign(proposal->confidence.begin(), proposal->confidence.end());

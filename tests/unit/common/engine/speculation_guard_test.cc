@@ -52,7 +52,12 @@ struct SimulatedPair {
                 draft_ms_per_draft * static_cast<double>(drafts);
         pending_rows = 0;
       }
-      request.Record(drafts, kept, draft, verify_ms(block), /*forward_rows=*/0);
+      // Forwards of this request alone: their rows and drafts left unknown (0), as its own.
+      Drafts proposed;
+      proposed.tokens.resize(drafts);
+      EmittedTokens verified;
+      verified.ids.resize(kept + 1);
+      request.Record(proposed, verified, draft, verify_ms(block));
       elapsed_ms += draft.value_or(0) + verify_ms(block);
       pending_rows += kept + 1;
       emitted += kept + 1;
@@ -83,31 +88,32 @@ TEST(StepCostsTest, PricesAForwardOfAnyRowsFromTheLineThroughThoseMeasured) {
   EXPECT_FALSE(costs.VerifyMs(16, 8).has_value()) << "each batch size apart";
 }
 
-TEST(StepCostsTest, PricesADraftCallByItsContextRowsAndItsDrafts) {
+TEST(StepCostsTest, PricesADraftForwardByItsRowsAndItsDrafts) {
+  // 10 ms, 0.5 ms per row and 4 ms per draft.
+  const auto ms = [](int rows, int drafts) { return 10 + 0.5 * rows + 4 * drafts; };
   StepCosts costs;
   EXPECT_FALSE(costs.OnlyDraftCount(1).has_value());
-  costs.RecordDraft(1, 64, 15, 100);
-  // One call measured: flat, and the count it was asked for is the only one known.
-  EXPECT_DOUBLE_EQ(*costs.DraftMs(1, 6, 5), 100);
+  costs.RecordDraft(1, /*own_drafts=*/15, /*forward_rows=*/80, /*forward_drafts=*/15, ms(80, 15));
+  // One forward measured: flat, and the count the call was asked for is the only one known.
+  EXPECT_DOUBLE_EQ(*costs.DraftMs(1, 20, 5), ms(80, 15));
   EXPECT_EQ(costs.OnlyDraftCount(1), 15);
-  // 10 ms, 0.5 ms per context row and 4 ms per draft.
-  for (const auto& [context, drafts] : {std::pair{6, 5}, {7, 15}, {40, 5}, {6, 10}}) {
-    costs.RecordDraft(1, context, drafts, 10 + 0.5 * context + 4 * drafts);
+  for (const auto& [rows, drafts] : {std::pair{22, 5}, {23, 15}, {56, 5}, {22, 10}}) {
+    costs.RecordDraft(1, drafts, rows, drafts, ms(rows, drafts));
   }
   EXPECT_FALSE(costs.OnlyDraftCount(1).has_value());
-  // The first call (which the others do not fit exactly) has faded little: near, not exact.
-  EXPECT_NEAR(*costs.DraftMs(1, 6, 3), 10 + 3 + 12, 2);
-  EXPECT_NEAR(*costs.DraftMs(1, 100, 15), 10 + 50 + 60, 6);
+  EXPECT_NEAR(*costs.DraftMs(1, 22, 3), ms(22, 3), 1e-2);
+  EXPECT_NEAR(*costs.DraftMs(1, 116, 15), ms(116, 15), 1e-2);
 }
 
-TEST(StepCostsTest, ADraftCallsInputsThatVariedOnlyTogetherShareTheSlope) {
+TEST(StepCostsTest, ADraftForwardsInputsThatVariedOnlyTogetherShareTheSlope) {
   StepCosts costs;
-  // Every call asked for more drafts exactly when it took in more rows: either explains the time.
-  costs.RecordDraft(1, 10, 2, 20);
-  costs.RecordDraft(1, 20, 6, 40);
-  EXPECT_NEAR(*costs.DraftMs(1, 15, 4), 30, 1e-3);
-  EXPECT_GT(*costs.DraftMs(1, 10, 6), 20);
-  EXPECT_GT(*costs.DraftMs(1, 20, 2), 20);
+  // Every forward had more drafts exactly when it had more rows: either explains the time, as
+  // when half a batch's requests drafted together and then all of them did.
+  costs.RecordDraft(16, 5, 8 * 22, 8 * 5, 250);
+  costs.RecordDraft(16, 5, 16 * 22, 16 * 5, 500);
+  EXPECT_NEAR(*costs.DraftMs(16, 16 * 22, 16 * 5), 500, 1);
+  EXPECT_NEAR(*costs.DraftMs(16, 12 * 22, 12 * 5), 375, 1);
+  EXPECT_GT(*costs.DraftMs(16, 8 * 22, 16 * 5), 250);
 }
 
 TEST(StepCostsTest, AForwardThatAlsoTookPrefillRowsIsPricedByThemNotByTheBlock) {
