@@ -8,18 +8,12 @@
 
 #include "absl/status/statusor.h"
 #include "common/engine/draft_session.h"
+#include "common/engine/ports.h"
 #include "common/engine/step_batcher.h"
 
 namespace specd::engine {
 
 struct DraftJob;  // one session's call in the queue
-
-// The forward that ran a call: its rows and drafts (every call's) and the call's wait for it.
-struct DraftForward {
-  int64_t rows = 0;
-  int64_t drafts = 0;
-  double queued_ms = 0;
-};
 
 class DraftBatcher {
  public:

@@ -78,9 +78,7 @@ absl::StatusOr<Drafts> InProcessDraftPort::Propose(int64_t anchor, int64_t max_t
   if (!proposal.ok()) return proposal.status();
   return Drafts{.tokens = std::move(proposal->tokens),
                 .distributions = std::move(proposal->distributions),
-                .forward_rows = forward.rows,
-                .forward_drafts = forward.drafts,
-                .queued_ms = forward.queued_ms};
+                .forward = forward};
 }
 
 InProcessPair::InProcessPair(const model::Qwen35Model& target, const Drafter* drafter,

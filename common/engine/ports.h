@@ -27,15 +27,19 @@ struct DraftDistribution {
 
 // One step's drafts: the drafter's most likely tokens (accepted where they equal the target's own
 // draw), or tokens drawn from its distributions (accepted with probability min(1, p / q)).
+// The draft forward that ran a call, other requests' batched with it: its rows (each call's block
+// and the context rows it took in) and the drafts asked of it (0: unknown), and how long the call
+// waited for it to start (as EmittedTokens::queued_ms).
+struct DraftForward {
+  int64_t rows = 0;
+  int64_t drafts = 0;
+  double queued_ms = 0;
+};
+
 struct Drafts {
   std::vector<int64_t> tokens;
   std::vector<DraftDistribution> distributions;  // empty, or one per token when drawn
-  // The draft forward that ran the call, other requests' batched with it (0: unknown): its rows
-  // (DraftBatcher's: blocks and context rows taken in) and the drafts asked of it.
-  int64_t forward_rows = 0;
-  int64_t forward_drafts = 0;
-  // Of the call's time, how long it waited for that forward to start (as EmittedTokens').
-  double queued_ms = 0;
+  DraftForward forward = {};
 };
 
 // What one target step gave the output.

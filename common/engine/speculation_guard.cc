@@ -112,8 +112,6 @@ std::optional<SpeculationGuard::Request::Prices> SpeculationGuard::Request::Pric
   const auto requests = static_cast<double>(batch);
   const std::optional<double> single = costs.VerifyMs(batch, requests);
   if (!single.has_value() || !costs.DraftMs(batch, 0, 0).has_value()) return std::nullopt;
-  // Each member's draft call takes in what its step before committed, drafts its whole block
-  // and is asked for size − 1 drafts.
   // The batch's forward is every member's step, and its members run the same guard on the same
   // costs: each block is priced as if all of them chose it. Target-only, no one drafts, so the
   // step's draft call (asking for none) returns at once, whatever it waited for beside drafting
@@ -128,6 +126,8 @@ std::optional<SpeculationGuard::Request::Prices> SpeculationGuard::Request::Pric
   for (int64_t size = 2; size <= limit; ++size) {
     tokens += odds.accepted[size - 2];
     block += odds.proposed[size - 2];
+    // The draft forward: each member's call takes in what its step before committed, runs its
+    // whole block and is asked for size − 1 drafts.
     const double draft_ms =
         *costs.DraftMs(batch, requests * (static_cast<double>(block_size_) + tokens),
                        requests * static_cast<double>(size - 1));
@@ -222,11 +222,11 @@ void SpeculationGuard::Request::Record(const Drafts& drafts, const EmittedTokens
   if (asked > 0) {
     if (draft_ms.has_value()) {
       // A forward a remote drafter did not describe is taken as every member's call like this.
-      const int64_t rows =
-          drafts.forward_rows > 0 ? drafts.forward_rows : batch_ * (block_size_ + pending_rows_);
-      const int64_t forward_drafts =
-          drafts.forward_drafts > 0 ? drafts.forward_drafts : batch_ * asked;
-      guard_->costs_.RecordDraft(batch_, asked, rows, forward_drafts, *draft_ms - drafts.queued_ms);
+      const DraftForward& forward = drafts.forward;
+      const int64_t rows = forward.rows > 0 ? forward.rows : batch_ * (block_size_ + pending_rows_);
+      const int64_t forward_drafts = forward.drafts > 0 ? forward.drafts : batch_ * asked;
+      guard_->costs_.RecordDraft(batch_, asked, rows, forward_drafts,
+                                 *draft_ms - forward.queued_ms);
     }
     pending_rows_ = 0;
     idle_ms_ = 0;

@@ -67,8 +67,9 @@ class SpeculationGuard {
     int64_t Choose(int64_t room);
     // What the step Choose planned did: `drafts` proposed (none without a draft call) and
     // `verified` emitted, the draft call's time and the verify's. Times are priced without
-    // their waits for a forward to start (Drafts' and EmittedTokens' queued_ms): a wait comes
-    // of requests out of step with each other, which the batch choosing one block would not be.
+    // their waits for a forward to start (DraftForward's and EmittedTokens' queued_ms): a wait
+    // comes of requests out of step with each other, which the batch choosing one block would not
+    // be.
     void Record(const Drafts& drafts, const EmittedTokens& verified, std::optional<double> draft_ms,
                 double verify_ms);
 

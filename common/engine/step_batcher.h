@@ -46,6 +46,7 @@ template <typename Job>
 class StepBatcher {
  public:
   using Clock = std::chrono::steady_clock;
+
   // Runs one step over `batch`; returns, for each job, whether the step finished it.
   using Step = std::function<std::vector<bool>(std::span<Job* const> batch)>;
 

@@ -113,9 +113,9 @@ absl::StatusOr<engine::Drafts> RemoteDraftPort::Propose(int64_t anchor, int64_t 
   engine::Drafts drafts{.tokens = std::vector<int64_t>(response->draft_token_ids().begin(),
                                                        response->draft_token_ids().begin() + kept),
                         .distributions = {},
-                        .forward_rows = response->forward_rows(),
-                        .forward_drafts = response->forward_drafts(),
-                        .queued_ms = rpc::ToMilliseconds(response->queue_time())};
+                        .forward = {.rows = response->forward_rows(),
+                                    .drafts = response->forward_drafts(),
+                                    .queued_ms = rpc::ToMilliseconds(response->queue_time())}};
   for (int64_t i = 0; i < kept && i < response->distributions_size(); ++i) {
     drafts.distributions.push_back(rpc::FromProto(response->distributions(static_cast<int>(i))));
   }
