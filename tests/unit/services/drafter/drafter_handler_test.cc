@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/rpc/context_buffer.h"
+#include "common/rpc/proto_duration.h"
 #include "gtest/gtest.h"
 #include "services/drafter/mapped_context.h"
 #include "services/verifier/verifier_handler.h"
@@ -417,6 +418,30 @@ TEST_F(DrafterHandlerTest, RowsOfVerifiesItDidNotDraftAfterAreProjectedToo) {
       in_process.Propose(second->next_token_id(), kTrainedBlock - 1);
   ASSERT_TRUE(proposed.ok()) << proposed.status();
   EXPECT_EQ(Ids(draft->draft_token_ids()), *proposed);
+}
+
+// What the orchestrator's speculation guard prices a step by: the forwards that ran it (their
+// rows, the drafts asked of the draft forward) and how long each call waited for its forward.
+TEST_F(DrafterHandlerTest, ResponsesDescribeTheForwardsThatRanThem) {
+  std::unique_ptr<verifier::VerifierHandler> verifier = Verifier();
+  std::unique_ptr<DrafterHandler> drafter = Drafter();
+  ASSERT_TRUE(verifier != nullptr && drafter != nullptr);
+  const std::vector<int64_t> prompt = Prompt(15);
+  absl::StatusOr<v1::PrefillResponse> prefill = verifier->Prefill(PrefillRequestFor("s", prompt));
+  ASSERT_TRUE(prefill.ok()) << prefill.status();
+  absl::StatusOr<v1::DraftResponse> draft =
+      drafter->Draft(DraftRequestFor("s", prefill->context(), prefill->next_token_id()));
+  ASSERT_TRUE(draft.ok()) << draft.status();
+  // Alone in its forward: its block and the prompt's rows it took in.
+  EXPECT_EQ(draft->forward_rows(), kTrainedBlock + prompt.size());
+  EXPECT_EQ(draft->forward_drafts(), kTrainedBlock - 1);
+  EXPECT_LE(rpc::ToMilliseconds(draft->queue_time()), rpc::ToMilliseconds(draft->compute_time()));
+  absl::StatusOr<v1::VerifyResponse> verified =
+      verifier->Verify(VerifyRequestFor("s", 1, Ids(draft->draft_token_ids())));
+  ASSERT_TRUE(verified.ok()) << verified.status();
+  EXPECT_EQ(verified->forward_rows(), kTrainedBlock);
+  EXPECT_LE(rpc::ToMilliseconds(verified->queue_time()),
+            rpc::ToMilliseconds(verified->compute_time()));
 }
 
 TEST_F(DrafterHandlerTest, RowsRewrittenBelowTheCachedLengthAreDroppedAndProjectedAgain) {
