@@ -39,6 +39,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/specd/commands.h"
 #include "cli/specd/model_options_flags.h"
+#include "common/base/clock.h"
 #include "common/engine/forced_acceptance_drafter.h"
 #include "common/engine/generator.h"
 #include "common/engine/in_process_ports.h"
@@ -255,7 +256,7 @@ SweepPoint RunSweepPoint(int port, const std::vector<v1::GenerateRequest>& reque
           totals = message.acceptance();
           if (message.token_ids_size() == 0) continue;
           const Clock::time_point now = Clock::now();
-          const double ms = std::chrono::duration<double, std::milli>(now - last).count();
+          const double ms = base::Milliseconds(now - last);
           (first ? first_token[client] : gaps[client]).push_back(ms);
           first = false;
           last = now;

@@ -6,8 +6,12 @@ namespace specd::base {
 
 using Clock = std::chrono::steady_clock;
 
+inline double Milliseconds(Clock::duration interval) {
+  return std::chrono::duration<double, std::milli>(interval).count();
+}
+
 inline double MillisecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  return Milliseconds(Clock::now() - start);
 }
 
 }  // namespace specd::base

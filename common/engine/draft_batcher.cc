@@ -1,8 +1,9 @@
 #include "common/engine/draft_batcher.h"
 
-#include <chrono>
 #include <optional>
 #include <utility>
+
+#include "common/base/clock.h"
 
 namespace specd::engine {
 
@@ -28,7 +29,7 @@ DraftBatcher::DraftBatcher(const Drafter& drafter, BatchingOptions options)
 absl::StatusOr<DraftProposal> DraftBatcher::Propose(const DraftCall& call, DraftForward* forward) {
   DraftJob job{.call = &call, .result = std::nullopt, .forward = {}};
   const auto queued = batcher_.Run(job);
-  job.forward.queued_ms = std::chrono::duration<double, std::milli>(queued).count();
+  job.forward.queued_ms = base::Milliseconds(queued);
   if (forward != nullptr) *forward = job.forward;
   return *std::move(job.result);
 }

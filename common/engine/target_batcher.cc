@@ -2,11 +2,11 @@
 
 #include <ATen/ATen.h>
 
-#include <chrono>
 #include <optional>
 #include <utility>
 #include <vector>
 
+#include "common/base/clock.h"
 #include "common/base/torch_errors.h"
 
 namespace specd::engine {
@@ -61,7 +61,7 @@ absl::StatusOr<TargetStep> TargetBatcher::Run(TargetSession& session) {
   TargetJob job{.session = &session, .result = std::nullopt};
   const auto queued = batcher_.Run(job);
   if (job.result->ok()) {
-    (*job.result)->tokens.queued_ms = std::chrono::duration<double, std::milli>(queued).count();
+    (*job.result)->tokens.queued_ms = base::Milliseconds(queued);
   }
   return *std::move(job.result);
 }
