@@ -78,9 +78,10 @@ struct Shape {
   int64_t x_rows, rows, cols, group_size;
 };
 
-// Ragged row blocks (and half blocks), x-row tiles of 1 to 4 and a ragged fifth, several groups.
-const std::vector<Shape> kShapes = {
-    {1, 37, 64, 64}, {1, 64, 256, 128}, {2, 23, 128, 32}, {5, 40, 256, 64}, {16, 16, 512, 128}};
+// Ragged row blocks (and half blocks), several groups, and x rows that take every tile: one row,
+// and 31 = 16 + 8 + 4 + 2 + 1 over six blocks (four at a time, the last ragged).
+const std::vector<Shape> kShapes = {{1, 37, 64, 64},  {1, 64, 256, 128},  {2, 23, 128, 32},
+                                    {5, 40, 256, 64}, {16, 16, 512, 128}, {31, 87, 256, 128}};
 
 TEST(VnniGemmTest, FourBitCodesOnInt8Activations) {
   if (IsasThisCpuRuns().empty()) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512 VNNI";
