@@ -1,7 +1,8 @@
 #pragma once
 // The rows of a batched forward: many sequences' tokens side by side, each sequence's rows
-// consecutive. Row-wise work (projections, norms, MLPs) runs over the whole batch at once; what
-// reads a sequence's cache (attention, the DeltaNet recurrence, its conv) runs per sequence.
+// consecutive. Row-wise work (projections, norms, MLPs) runs over the whole batch at once, and so
+// do the DeltaNet's conv and recurrence (ops taking each sequence's rows and state); attention
+// over a sequence's cache runs per sequence.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/cat.h>
 

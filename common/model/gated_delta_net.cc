@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <vector>
 
 #include "common/model/ops/ops.h"
 
@@ -55,12 +56,15 @@ at::Tensor GatedDeltaNet::Forward(const at::Tensor& x, std::span<LayerCache* con
   const auto state_of = [&](size_t i) -> GatedDeltaNetState& {
     return std::get<GatedDeltaNetState>(*caches[i]);
   };
+  // The batch's sequences take each op in one call, each on its own state.
   const at::Tensor conv_inputs = in_proj_qkv_.Forward(x);  // [rows, conv_channels]
-  const at::Tensor convolved = PerSequence(context, [&](size_t i, const SequenceRows& sequence) {
-    return ops::CausalConv1d(conv_inputs.narrow(0, sequence.row, sequence.length),
-                             conv_weight_.squeeze(1), state_of(i).conv());
-  });
-  const at::Tensor mixed = at::silu(convolved);
+  std::vector<ops::ConvSequence> conv_parts;
+  for (size_t i = 0; i < caches.size(); ++i) {
+    const SequenceRows& sequence = context.sequences[i];
+    conv_parts.push_back(state_of(i).StartConv(sequence.length, sequence.keep_for_rollback));
+  }
+  const at::Tensor mixed =
+      at::silu(ops::CausalConv1dAdvance(conv_inputs, conv_weight_.squeeze(1), conv_parts));
 
   // Each q/k head serves value_heads / key_heads consecutive value heads.
   const int64_t repeats = dims_.value_heads / dims_.key_heads;
@@ -77,11 +81,15 @@ at::Tensor GatedDeltaNet::Forward(const at::Tensor& x, std::span<LayerCache* con
       .g = -a_log_.exp() * at::softplus(in_proj_a_.Forward(x).to(at::kFloat) + dt_bias_),
       .beta = at::sigmoid(in_proj_b_.Forward(x).to(at::kFloat)),
   };
-  const at::Tensor core = PerSequence(context, [&](size_t i, const SequenceRows& sequence) {
-    return state_of(i).Advance(conv_inputs.narrow(0, sequence.row, sequence.length),
-                               inputs.Rows(sequence.row, sequence.length),
-                               sequence.keep_for_rollback);
-  });
+  std::vector<ops::DeltaRuleSequence> recurrence_parts;
+  for (size_t i = 0; i < caches.size(); ++i) {
+    const SequenceRows& sequence = context.sequences[i];
+    recurrence_parts.push_back(state_of(i).StartRecurrence(
+        conv_inputs.narrow(0, sequence.row, sequence.length),
+        inputs.Rows(sequence.row, sequence.length), sequence.keep_for_rollback));
+  }
+  const at::Tensor core =
+      ops::GatedDeltaRule(inputs.q, inputs.k, inputs.v, inputs.g, inputs.beta, recurrence_parts);
 
   const at::Tensor z = in_proj_z_.Forward(x).view({rows, dims_.value_heads, dims_.value_dim});
   const at::Tensor gated = norm_.Forward(core.to(x.scalar_type()), z);

@@ -46,23 +46,26 @@ int64_t GatedDeltaNetState::bytes() const {
                               block_start_recurrent_.nbytes());
 }
 
-at::Tensor GatedDeltaNetState::Advance(const at::Tensor& conv_inputs, const DeltaRuleInputs& inputs,
-                                       bool keep_for_rollback) {
+ops::ConvSequence GatedDeltaNetState::StartConv(int64_t tokens, bool keep_for_rollback) {
   block_.reset();
+  if (keep_for_rollback) block_start_conv_.copy_(conv_);
+  return {.length = tokens, .state = conv_};
+}
+
+ops::DeltaRuleSequence GatedDeltaNetState::StartRecurrence(const at::Tensor& conv_inputs,
+                                                           const DeltaRuleInputs& inputs,
+                                                           bool keep_for_rollback) {
   if (keep_for_rollback) {
-    block_start_conv_.copy_(conv_);
     std::swap(block_start_recurrent_, recurrent_);  // the block writes into the other buffer
     block_ = Block{conv_inputs, inputs};
   }
-  conv_.copy_(ConvStateAfter(conv_, conv_inputs));
-  const at::Tensor& initial = keep_for_rollback ? block_start_recurrent_ : recurrent_;
-  const auto& [q, k, v, g, beta] = inputs;
+  const int64_t tokens = inputs.q.size(0);
   // Decode takes the token-by-token form; anything longer (and every block, so that a rollback
   // replays exactly the arithmetic a shorter block would have done) the chunked one.
-  if (q.size(0) == 1 && !keep_for_rollback) {
-    return ops::RecurrentGatedDeltaRule(q, k, v, g, beta, initial, recurrent_);
-  }
-  return ops::ChunkedGatedDeltaRule(q, k, v, g, beta, initial, recurrent_);
+  return {.length = tokens,
+          .initial_state = keep_for_rollback ? block_start_recurrent_ : recurrent_,
+          .final_state = recurrent_,
+          .chunked = tokens > 1 || keep_for_rollback};
 }
 
 void GatedDeltaNetState::RollbackBlock(int64_t accepted) {

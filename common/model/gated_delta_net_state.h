@@ -12,6 +12,7 @@
 
 #include "common/model/cache_footprint.h"
 #include "common/model/model_options.h"
+#include "common/model/ops/ops.h"
 
 namespace specd::model {
 
@@ -48,11 +49,13 @@ class GatedDeltaNetState {
   // [value_heads, key_dim, value_dim] float32.
   const at::Tensor& recurrent() const { return recurrent_; }
 
-  // Feeds T tokens: `conv_inputs` [T, conv_channels] become conv history and the recurrence runs
-  // over `inputs`. Returns the recurrence output [T, value_heads, value_dim] float32. With
+  // Feeding T tokens takes two ops, each of which the layer runs over its whole batch at once:
+  // the conv over their `conv_inputs` [T, conv_channels], which become conv history, then the
+  // recurrence over `inputs`. Each call returns this state's part of its op. With
   // `keep_for_rollback`, a later RollbackBlock can return to any prefix of these tokens.
-  at::Tensor Advance(const at::Tensor& conv_inputs, const DeltaRuleInputs& inputs,
-                     bool keep_for_rollback);
+  ops::ConvSequence StartConv(int64_t tokens, bool keep_for_rollback);
+  ops::DeltaRuleSequence StartRecurrence(const at::Tensor& conv_inputs,
+                                         const DeltaRuleInputs& inputs, bool keep_for_rollback);
 
   // Keeps only the first `accepted` tokens of the last Advance (which kept them for rollback).
   void RollbackBlock(int64_t accepted);

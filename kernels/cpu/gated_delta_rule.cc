@@ -1,6 +1,7 @@
 #include "kernels/cpu/gated_delta_rule.h"
 
 #include <cmath>
+#include <vector>
 
 namespace specd::kernels::cpu {
 namespace {
@@ -81,13 +82,25 @@ __attribute__((target_clones("avx512f", "fma", "default"))) void Head(
 
 void RecurrentGatedDeltaRule(const DeltaRuleShape& shape, const float* q, const float* k,
                              const float* v, const float* g, const float* beta,
-                             const float* initial_state, float* final_state, float* out,
+                             std::span<const DeltaRuleSequence> sequences, float* out,
                              ThreadPool& pool) {
-  pool.ParallelFor(shape.heads, 1, [&](int64_t first, int64_t last) {
-    for (int64_t h = first; h < last; ++h) {
-      Head(shape, h, q, k, v, g, beta, initial_state, final_state, out);
-    }
-  });
+  std::vector<int64_t> first_token(sequences.size() + 1, 0);
+  for (size_t s = 0; s < sequences.size(); ++s) {
+    first_token[s + 1] = first_token[s] + sequences[s].tokens;
+  }
+  const int64_t heads = shape.heads;
+  pool.ParallelFor(
+      static_cast<int64_t>(sequences.size()) * heads, 1, [&](int64_t first, int64_t last) {
+        for (int64_t p = first; p < last; ++p) {
+          const DeltaRuleSequence& sequence = sequences[p / heads];
+          const int64_t t = first_token[p / heads];
+          DeltaRuleShape own = shape;
+          own.tokens = sequence.tokens;
+          Head(own, p % heads, q + t * heads * shape.key_dim, k + t * heads * shape.key_dim,
+               v + t * heads * shape.value_dim, g + t * heads, beta + t * heads,
+               sequence.initial_state, sequence.final_state, out + t * heads * shape.value_dim);
+        }
+      });
 }
 
 }  // namespace specd::kernels::cpu

@@ -5,26 +5,37 @@
 // chunks, the replay after a rollback — as about as many FLOPs per token as the chunked form's
 // matrix products, a block of 64 value columns of a head (32 KiB) in L1 over all the tokens.
 //
+// One call takes several sequences (a batch of decode steps, verify blocks and prefill chunks),
+// each on its own state; the pool splits sequences × heads.
+//
 // Row-major float32: q, k [tokens, heads, key_dim]; v [tokens, heads, value_dim]; g, beta
-// [tokens, heads]; initial_state, final_state [heads, key_dim, value_dim] (the same pointer for
-// an update in place: a separate one costs no copy, the first token reads one and writes the
-// other); out [tokens, heads, value_dim]. Heads are split over the pool's threads.
+// [tokens, heads]; out [tokens, heads, value_dim], a sequence's tokens back to back after the
+// previous one's; states [heads, key_dim, value_dim].
 #include <cstdint>
+#include <span>
 
 #include "kernels/cpu/thread_pool.h"
 
 namespace specd::kernels::cpu {
 
 struct DeltaRuleShape {
-  int64_t tokens = 0;
+  int64_t tokens = 0;  // of all the sequences
   int64_t heads = 0;
   int64_t key_dim = 0;
   int64_t value_dim = 0;
 };
 
+struct DeltaRuleSequence {
+  int64_t tokens = 0;
+  const float* initial_state = nullptr;
+  // The state after the last token: `initial_state` itself for an update in place (a separate
+  // one costs no copy: the first token reads one and writes the other).
+  float* final_state = nullptr;
+};
+
 void RecurrentGatedDeltaRule(const DeltaRuleShape& shape, const float* q, const float* k,
                              const float* v, const float* g, const float* beta,
-                             const float* initial_state, float* final_state, float* out,
+                             std::span<const DeltaRuleSequence> sequences, float* out,
                              ThreadPool& pool = ThreadPool::Shared());
 
 }  // namespace specd::kernels::cpu

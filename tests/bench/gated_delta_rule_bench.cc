@@ -24,26 +24,29 @@ std::vector<float> Random(int64_t size, float scale, uint32_t seed) {
   return values;
 }
 
-// range(0) tokens per call, range(1) sequences (calls) per iteration, each with its own state.
+// range(0) tokens per sequence, range(1) sequences in one call, each with its own state.
 void DeltaRule(benchmark::State& state) {
   const int64_t tokens = state.range(0), sequences = state.range(1);
-  const DeltaRuleShape shape{.tokens = tokens, .heads = kHeads, .key_dim = kDim, .value_dim = kDim};
-  const std::vector<float> q = Random(tokens * kHeads * kDim, 0.01f, 1);
-  const std::vector<float> k = Random(tokens * kHeads * kDim, 0.1f, 2);
-  const std::vector<float> v = Random(tokens * kHeads * kDim, 1.0f, 3);
-  const std::vector<float> g(tokens * kHeads, -0.1f), beta(tokens * kHeads, 0.5f);
+  const int64_t rows = tokens * sequences;
+  const DeltaRuleShape shape{.tokens = rows, .heads = kHeads, .key_dim = kDim, .value_dim = kDim};
+  const std::vector<float> q = Random(rows * kHeads * kDim, 0.01f, 1);
+  const std::vector<float> k = Random(rows * kHeads * kDim, 0.1f, 2);
+  const std::vector<float> v = Random(rows * kHeads * kDim, 1.0f, 3);
+  const std::vector<float> g(rows * kHeads, -0.1f), beta(rows * kHeads, 0.5f);
   std::vector<std::vector<float>> states(sequences, Random(kHeads * kDim * kDim, 0.1f, 4));
-  std::vector<float> out(tokens * kHeads * kDim);
+  std::vector<DeltaRuleSequence> in_place;
+  for (std::vector<float>& sequence : states) {
+    in_place.push_back(
+        {.tokens = tokens, .initial_state = sequence.data(), .final_state = sequence.data()});
+  }
+  std::vector<float> out(rows * kHeads * kDim);
   for (auto _ : state) {
-    for (std::vector<float>& sequence : states) {
-      RecurrentGatedDeltaRule(shape, q.data(), k.data(), v.data(), g.data(), beta.data(),
-                              sequence.data(), sequence.data(), out.data());
-    }
+    RecurrentGatedDeltaRule(shape, q.data(), k.data(), v.data(), g.data(), beta.data(), in_place,
+                            out.data());
     benchmark::DoNotOptimize(out.data());
   }
-  state.counters["head_tokens_per_s"] =
-      benchmark::Counter(static_cast<double>(tokens * sequences * kHeads),
-                         benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["head_tokens_per_s"] = benchmark::Counter(
+      static_cast<double>(rows * kHeads), benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(DeltaRule)
     ->ArgNames({"tokens", "sequences"})

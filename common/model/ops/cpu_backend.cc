@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/available_cpus.h"
+#include "kernels/cpu/causal_conv1d.h"
 #include "kernels/cpu/dense_gemm.h"
 #include "kernels/cpu/gated_delta_rule.h"
 #include "kernels/cpu/thread_pool.h"
@@ -127,29 +129,94 @@ at::Tensor Attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   return out;
 }
 
-// Whether the delta-rule kernel takes these inputs (float32, no gradient, a contiguous state to
-// write), and if so its result: the recurrence token by token, which is also the chunked form's
+// A state the kernels can read and write in place: float32, contiguous, no gradient.
+bool KernelsTakeState(const at::Tensor& state) {
+  return KernelsTake({&state}) && state.is_contiguous();
+}
+
+// The delta-rule kernel runs the recurrence token by token, which is also the chunked form's
 // function. So on a CPU a verify block, a prefill chunk, the replay after a rollback and a decode
-// step make the same arithmetic per token.
+// step make the same arithmetic per token. Returns nothing where it does not take the inputs.
 std::optional<at::Tensor> DeltaRuleKernel(const at::Tensor& q, const at::Tensor& k,
                                           const at::Tensor& v, const at::Tensor& g,
-                                          const at::Tensor& beta, const at::Tensor& initial_state,
-                                          at::Tensor& final_state) {
-  if (!KernelsTake({&q, &k, &v, &g, &beta, &initial_state, &final_state}) ||
-      !final_state.is_contiguous()) {
-    return std::nullopt;
+                                          const at::Tensor& beta,
+                                          std::span<const DeltaRuleSequence> sequences) {
+  if (!KernelsTake({&q, &k, &v, &g, &beta})) return std::nullopt;
+  std::vector<kernels::cpu::DeltaRuleSequence> states;
+  std::vector<at::Tensor> initial_states;  // contiguous copies, where one was not
+  for (const DeltaRuleSequence& sequence : sequences) {
+    if (!KernelsTake({&sequence.initial_state}) || !KernelsTakeState(sequence.final_state)) {
+      return std::nullopt;
+    }
+    initial_states.push_back(sequence.initial_state.contiguous());
+    states.push_back({.tokens = sequence.length,
+                      .initial_state = initial_states.back().data_ptr<float>(),
+                      .final_state = sequence.final_state.data_ptr<float>()});
   }
   const kernels::cpu::DeltaRuleShape shape{
       .tokens = q.size(0), .heads = q.size(1), .key_dim = q.size(2), .value_dim = v.size(2)};
-  const at::Tensor sc = initial_state.contiguous();
   const at::Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
   const at::Tensor gc = g.contiguous(), bc = beta.contiguous();
   at::Tensor out = at::empty({shape.tokens, shape.heads, shape.value_dim}, v.options());
   kernels::cpu::RecurrentGatedDeltaRule(shape, qc.data_ptr<float>(), kc.data_ptr<float>(),
                                         vc.data_ptr<float>(), gc.data_ptr<float>(),
-                                        bc.data_ptr<float>(), sc.data_ptr<float>(),
-                                        final_state.data_ptr<float>(), out.data_ptr<float>());
+                                        bc.data_ptr<float>(), states, out.data_ptr<float>());
   return out;
+}
+
+// One sequence's delta rule through the kernel.
+std::optional<at::Tensor> SequenceDeltaRuleKernel(const at::Tensor& q, const at::Tensor& k,
+                                                  const at::Tensor& v, const at::Tensor& g,
+                                                  const at::Tensor& beta,
+                                                  const at::Tensor& initial_state,
+                                                  at::Tensor& final_state) {
+  const DeltaRuleSequence sequence{
+      .length = q.size(0), .initial_state = initial_state, .final_state = final_state};
+  return DeltaRuleKernel(q, k, v, g, beta, {&sequence, 1});
+}
+
+at::Tensor BatchedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            const at::Tensor& g, const at::Tensor& beta,
+                            std::span<const DeltaRuleSequence> sequences) {
+  if (std::optional<at::Tensor> out = DeltaRuleKernel(q, k, v, g, beta, sequences)) {
+    return *std::move(out);
+  }
+  return ReferenceOps().batched_gated_delta_rule(q, k, v, g, beta, sequences);
+}
+
+// The conv kernel over float32 inputs, each sequence's state advanced (`advance`) or left as it
+// was; nothing where it does not take them.
+std::optional<at::Tensor> ConvKernel(const at::Tensor& x, const at::Tensor& weight,
+                                     std::span<const ConvSequence> sequences, bool advance) {
+  if (!KernelsTake({&x, &weight}) || !weight.is_contiguous()) return std::nullopt;
+  std::vector<kernels::cpu::ConvSequence> states;
+  for (const ConvSequence& sequence : sequences) {
+    if (!KernelsTakeState(sequence.state)) return std::nullopt;
+    float* state = sequence.state.data_ptr<float>();
+    states.push_back(
+        {.rows = sequence.length, .state = state, .next_state = advance ? state : nullptr});
+  }
+  const at::Tensor input = x.contiguous();
+  at::Tensor out = at::empty_like(input);
+  kernels::cpu::CausalConv1d(input.data_ptr<float>(), x.size(1), weight.data_ptr<float>(),
+                             weight.size(1), states, out.data_ptr<float>());
+  return out;
+}
+
+at::Tensor CausalConv1d(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& state) {
+  const ConvSequence sequence{.length = x.size(0), .state = state};
+  if (std::optional<at::Tensor> out = ConvKernel(x, weight, {&sequence, 1}, /*advance=*/false)) {
+    return *std::move(out);
+  }
+  return ReferenceOps().causal_conv1d(x, weight, state);
+}
+
+at::Tensor CausalConv1dAdvance(const at::Tensor& x, const at::Tensor& weight,
+                               std::span<const ConvSequence> sequences) {
+  if (std::optional<at::Tensor> out = ConvKernel(x, weight, sequences, /*advance=*/true)) {
+    return *std::move(out);
+  }
+  return ReferenceOps().causal_conv1d_advance(x, weight, sequences);
 }
 
 }  // namespace kernels_cpu
@@ -159,13 +226,17 @@ const Backend& CpuBackend() {
   static const Backend backend{
       .name = "cpu",
       .device = c10::DeviceType::CPU,
-      .ops = {
-          .project = &kernels_cpu::Project,
-          .project_int4 = &kernels_cpu::ProjectInt4,
-          .project_int8 = &kernels_cpu::ProjectInt8,
-          .recurrent_gated_delta_rule = &RecurrentGatedDeltaRuleOr<&kernels_cpu::DeltaRuleKernel>,
-          .chunked_gated_delta_rule = &ChunkedGatedDeltaRuleOr<&kernels_cpu::DeltaRuleKernel>,
-          .attention = &kernels_cpu::Attention}};
+      .ops = {.project = &kernels_cpu::Project,
+              .project_int4 = &kernels_cpu::ProjectInt4,
+              .project_int8 = &kernels_cpu::ProjectInt8,
+              .recurrent_gated_delta_rule =
+                  &RecurrentGatedDeltaRuleOr<&kernels_cpu::SequenceDeltaRuleKernel>,
+              .chunked_gated_delta_rule =
+                  &ChunkedGatedDeltaRuleOr<&kernels_cpu::SequenceDeltaRuleKernel>,
+              .batched_gated_delta_rule = &kernels_cpu::BatchedDeltaRule,
+              .attention = &kernels_cpu::Attention,
+              .causal_conv1d = &kernels_cpu::CausalConv1d,
+              .causal_conv1d_advance = &kernels_cpu::CausalConv1dAdvance}};
   return backend;
 }
 

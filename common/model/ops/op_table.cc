@@ -25,11 +25,13 @@ OpTable Merged(const OpTable& backend) {
   take(merged.project_int8, backend.project_int8);
   take(merged.recurrent_gated_delta_rule, backend.recurrent_gated_delta_rule);
   take(merged.chunked_gated_delta_rule, backend.chunked_gated_delta_rule);
+  take(merged.batched_gated_delta_rule, backend.batched_gated_delta_rule);
   take(merged.attention, backend.attention);
   take(merged.rms_norm, backend.rms_norm);
   take(merged.gated_rms_norm, backend.gated_rms_norm);
   take(merged.rotary, backend.rotary);
   take(merged.causal_conv1d, backend.causal_conv1d);
+  take(merged.causal_conv1d_advance, backend.causal_conv1d_advance);
   return merged;
 }
 

@@ -31,6 +31,10 @@ struct OpTable {
                                          const at::Tensor& v, const at::Tensor& g,
                                          const at::Tensor& beta, const at::Tensor& initial_state,
                                          at::Tensor& final_state, int64_t chunk_size) = nullptr;
+  at::Tensor (*batched_gated_delta_rule)(const at::Tensor& q, const at::Tensor& k,
+                                         const at::Tensor& v, const at::Tensor& g,
+                                         const at::Tensor& beta,
+                                         std::span<const DeltaRuleSequence> sequences) = nullptr;
   at::Tensor (*attention)(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                           const Visibility& visibility) = nullptr;
   at::Tensor (*rms_norm)(const at::Tensor& x, const at::Tensor& weight, double eps,
@@ -40,6 +44,8 @@ struct OpTable {
   at::Tensor (*rotary)(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) = nullptr;
   at::Tensor (*causal_conv1d)(const at::Tensor& x, const at::Tensor& weight,
                               const at::Tensor& state) = nullptr;
+  at::Tensor (*causal_conv1d_advance)(const at::Tensor& x, const at::Tensor& weight,
+                                      std::span<const ConvSequence> sequences) = nullptr;
 };
 
 struct Backend {

@@ -60,6 +60,21 @@ at::Tensor ChunkedGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const
       .chunked_gated_delta_rule(q, k, v, g, beta, initial_state, final_state, chunk_size);
 }
 
+at::Tensor GatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                          const at::Tensor& g, const at::Tensor& beta,
+                          std::span<const DeltaRuleSequence> sequences) {
+  int64_t row = 0;
+  for (const DeltaRuleSequence& sequence : sequences) {
+    const auto rows = [&](const at::Tensor& t) { return t.narrow(0, row, sequence.length); };
+    CheckDeltaRuleShapes(rows(q), rows(k), rows(v), rows(g), rows(beta), sequence.initial_state,
+                         sequence.final_state);
+    row += sequence.length;
+  }
+  TORCH_CHECK(row == q.size(0), "GatedDeltaRule: the sequences take ", row, " of ", q.size(0),
+              " rows");
+  return OpsFor(q.device().type()).batched_gated_delta_rule(q, k, v, g, beta, sequences);
+}
+
 at::Tensor Attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                      const Visibility& visibility) {
   return OpsFor(q.device().type()).attention(q, k, v, visibility);
@@ -80,6 +95,21 @@ at::Tensor Rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& 
 
 at::Tensor CausalConv1d(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& state) {
   return OpsFor(x.device().type()).causal_conv1d(x, weight, state);
+}
+
+at::Tensor CausalConv1dAdvance(const at::Tensor& x, const at::Tensor& weight,
+                               std::span<const ConvSequence> sequences) {
+  int64_t rows = 0;
+  for (const ConvSequence& sequence : sequences) {
+    TORCH_CHECK(sequence.state.dim() == 2 && sequence.state.size(0) == weight.size(1) - 1 &&
+                    sequence.state.size(1) == x.size(1),
+                "CausalConv1dAdvance: a state of ", sequence.state.sizes(), " for a kernel of ",
+                weight.sizes());
+    rows += sequence.length;
+  }
+  TORCH_CHECK(rows == x.size(0), "CausalConv1dAdvance: the sequences take ", rows, " of ",
+              x.size(0), " rows");
+  return OpsFor(x.device().type()).causal_conv1d_advance(x, weight, sequences);
 }
 
 }  // namespace specd::model::ops

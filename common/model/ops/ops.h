@@ -9,6 +9,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <span>
 #include <utility>
 
 #include "common/int4/int4_kernel_weight.h"
@@ -46,6 +47,21 @@ at::Tensor ChunkedGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const
                                  const at::Tensor& g, const at::Tensor& beta,
                                  const at::Tensor& initial_state, at::Tensor& final_state,
                                  int64_t chunk_size = kDeltaRuleChunkSize);
+
+// The delta rule over several sequences in one call (a batch of decode steps, verify blocks and
+// prefill chunks), the same as one of the calls above per sequence: sequence s takes `length`
+// consecutive rows of q … beta (the sequences back to back, in order) from its initial into its
+// final state, in the chunked form where `chunked` and token by token elsewhere. Returns o for
+// every row.
+struct DeltaRuleSequence {
+  int64_t length = 0;
+  at::Tensor initial_state;
+  at::Tensor final_state;  // written; may be initial_state itself
+  bool chunked = false;
+};
+at::Tensor GatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                          const at::Tensor& g, const at::Tensor& beta,
+                          std::span<const DeltaRuleSequence> sequences);
 
 // Which keys each query sees. Queries sit at absolute positions [query_start, query_start + Tq),
 // keys at [key_start, key_start + Tk).
@@ -116,5 +132,14 @@ at::Tensor Rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& 
 // inputs before x from `state`. x [T, C]; weight [C, K]; state [K−1, C], the previous inputs
 // oldest first (not changed). Accumulates in float32; returns [T, C] in x's dtype.
 at::Tensor CausalConv1d(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& state);
+// CausalConv1d over several sequences in one call, each then advanced: sequence s takes `length`
+// consecutive rows of x (back to back, in order) from its state, which then becomes the last K−1
+// rows of [state ‖ its rows]. Returns [rows, C], as one CausalConv1d per sequence would.
+struct ConvSequence {
+  int64_t length = 0;
+  at::Tensor state;  // [K−1, C] in x's dtype, advanced in place
+};
+at::Tensor CausalConv1dAdvance(const at::Tensor& x, const at::Tensor& weight,
+                               std::span<const ConvSequence> sequences);
 
 }  // namespace specd::model::ops

@@ -203,6 +203,43 @@ at::Tensor CausalConv1d(const at::Tensor& x, const at::Tensor& weight, const at:
   return out.to(x.scalar_type());
 }
 
+// One single-sequence op per sequence, the device's own (a backend's kernel where it has one).
+at::Tensor BatchedGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                 const at::Tensor& g, const at::Tensor& beta,
+                                 std::span<const DeltaRuleSequence> sequences) {
+  const OpTable& ops = OpsFor(q.device().type());
+  std::vector<at::Tensor> outputs;
+  int64_t row = 0;
+  for (const DeltaRuleSequence& sequence : sequences) {
+    const auto rows = [&](const at::Tensor& t) { return t.narrow(0, row, sequence.length); };
+    at::Tensor final_state = sequence.final_state;
+    outputs.push_back(
+        sequence.chunked
+            ? ops.chunked_gated_delta_rule(rows(q), rows(k), rows(v), rows(g), rows(beta),
+                                           sequence.initial_state, final_state, kDeltaRuleChunkSize)
+            : ops.recurrent_gated_delta_rule(rows(q), rows(k), rows(v), rows(g), rows(beta),
+                                             sequence.initial_state, final_state));
+    row += sequence.length;
+  }
+  return outputs.size() == 1 ? outputs.front() : at::cat(outputs, 0);
+}
+
+at::Tensor CausalConv1dAdvance(const at::Tensor& x, const at::Tensor& weight,
+                               std::span<const ConvSequence> sequences) {
+  const OpTable& ops = OpsFor(x.device().type());
+  std::vector<at::Tensor> outputs;
+  int64_t row = 0;
+  for (const ConvSequence& sequence : sequences) {
+    const at::Tensor rows = x.narrow(0, row, sequence.length);
+    outputs.push_back(ops.causal_conv1d(rows, weight, sequence.state));
+    const at::Tensor window = at::cat({sequence.state, rows}, 0);
+    const int64_t kept = sequence.state.size(0);
+    sequence.state.copy_(window.narrow(0, window.size(0) - kept, kept));
+    row += sequence.length;
+  }
+  return outputs.size() == 1 ? outputs.front() : at::cat(outputs, 0);
+}
+
 }  // namespace composition
 }  // namespace
 
@@ -230,11 +267,13 @@ const OpTable& ReferenceOps() {
                              .project_int8 = &composition::ProjectInt8,
                              .recurrent_gated_delta_rule = &composition::RecurrentGatedDeltaRule,
                              .chunked_gated_delta_rule = &composition::ChunkedGatedDeltaRule,
+                             .batched_gated_delta_rule = &composition::BatchedGatedDeltaRule,
                              .attention = &composition::Attention,
                              .rms_norm = &composition::RmsNorm,
                              .gated_rms_norm = &composition::GatedRmsNorm,
                              .rotary = &composition::Rotary,
-                             .causal_conv1d = &composition::CausalConv1d};
+                             .causal_conv1d = &composition::CausalConv1d,
+                             .causal_conv1d_advance = &composition::CausalConv1dAdvance};
   return table;
 }
 

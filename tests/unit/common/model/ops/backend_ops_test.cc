@@ -340,6 +340,52 @@ TEST(BackendOpsTest, ChunkedGatedDeltaRule) {
   });
 }
 
+// Sequences of a batch back to back: decode steps (one token, in place), a verify block and a
+// prefill chunk (chunked, into a second buffer), each on its own state, as one call per sequence.
+TEST(BackendOpsTest, BatchedGatedDeltaRule) {
+  struct Part {
+    int64_t length;
+    bool in_place;
+  };
+  const std::vector<Part> parts = {{1, true}, {16, false}, {1, true}, {70, false}, {1, false}};
+  ForEachBackend(&OpTable::batched_gated_delta_rule, [&](const Backend& backend) {
+    int64_t rows = 0;
+    for (const Part& part : parts) rows += part.length;
+    const DeltaRuleInputs in = RandomDeltaRuleInputs(rows, kValueHeads, kDeltaHeadDim);
+    std::vector<at::Tensor> expected_outputs, expected_states;
+    std::vector<DeltaRuleSequence> sequences;
+    int64_t row = 0;
+    for (const Part& part : parts) {
+      const auto rows_of = [&](const at::Tensor& t) { return t.narrow(0, row, part.length); };
+      const at::Tensor initial = at::randn_like(in.state);
+      at::Tensor expected_state = at::empty_like(initial);
+      const bool chunked = part.length > 1;
+      expected_outputs.push_back(
+          chunked ? ReferenceOps().chunked_gated_delta_rule(
+                        rows_of(in.q), rows_of(in.k), rows_of(in.v), rows_of(in.g),
+                        rows_of(in.beta), initial, expected_state, kDeltaRuleChunkSize)
+                  : ReferenceOps().recurrent_gated_delta_rule(
+                        rows_of(in.q), rows_of(in.k), rows_of(in.v), rows_of(in.g),
+                        rows_of(in.beta), initial, expected_state));
+      expected_states.push_back(expected_state);
+      const at::Tensor state = On(initial.clone(), backend);
+      sequences.push_back({.length = part.length,
+                           .initial_state = state,
+                           .final_state = part.in_place ? state : at::empty_like(state),
+                           .chunked = chunked});
+      row += part.length;
+    }
+    const at::Tensor actual = backend.ops.batched_gated_delta_rule(
+        On(in.q, backend), On(in.k, backend), On(in.v, backend), On(in.g, backend),
+        On(in.beta, backend), sequences);
+    EXPECT_TRUE(Close(actual, at::cat(expected_outputs, 0), 1e-4));
+    for (size_t s = 0; s < parts.size(); ++s) {
+      SCOPED_TRACE(::testing::Message() << "sequence " << s);
+      EXPECT_TRUE(Close(sequences[s].final_state, expected_states[s], 1e-4));
+    }
+  });
+}
+
 // Attention and the elementwise ops run in float32, and in bf16 (a GPU model's activations and
 // weights) against the reference run on the same bf16 values: either rounds a bf16 output to
 // within 2^-8 of a value.
@@ -457,6 +503,38 @@ TEST(BackendOpsTest, CausalConv1d) {
         EXPECT_TRUE(Close(
             backend.ops.causal_conv1d(On(x, backend), On(weight, backend), On(state, backend)),
             ReferenceOps().causal_conv1d(x, weight, state), type.tolerance));
+      }
+    }
+  });
+}
+
+// Sequences of a batch back to back, shorter and longer than the state (K − 1 = 3 rows), each
+// from its own state, which then holds the last three inputs it saw.
+TEST(BackendOpsTest, CausalConv1dAdvance) {
+  const std::vector<int64_t> lengths = {1, 2, 1, 130, 5};
+  ForEachBackend(&OpTable::causal_conv1d_advance, [&](const Backend& backend) {
+    for (const ElementDtype& type : ElementDtypes(1e-6)) {
+      SCOPED_TRACE(at::toString(type.dtype));
+      at::manual_seed(3);
+      const at::Tensor x = at::randn({139, kConvChannels}).to(type.dtype);
+      const at::Tensor weight = at::randn({kConvChannels, 4}).to(type.dtype);
+      std::vector<at::Tensor> expected_outputs, expected_states;
+      std::vector<ConvSequence> sequences;
+      int64_t row = 0;
+      for (const int64_t length : lengths) {
+        const at::Tensor state = at::randn({3, kConvChannels}).to(type.dtype);
+        const at::Tensor rows = x.narrow(0, row, length);
+        expected_outputs.push_back(ReferenceOps().causal_conv1d(rows, weight, state));
+        expected_states.push_back(at::cat({state, rows}, 0).narrow(0, length, 3));
+        sequences.push_back({.length = length, .state = On(state, backend)});
+        row += length;
+      }
+      EXPECT_TRUE(
+          Close(backend.ops.causal_conv1d_advance(On(x, backend), On(weight, backend), sequences),
+                at::cat(expected_outputs, 0), type.tolerance));
+      for (size_t s = 0; s < lengths.size(); ++s) {
+        SCOPED_TRACE(::testing::Message() << "sequence " << s);
+        EXPECT_TRUE(at::equal(sequences[s].state.cpu(), expected_states[s]));
       }
     }
   });
