@@ -1,3 +1,4 @@
+
 // AVX-512 VNNI body of VnniGemm: one instruction multiplies 64 code × activation byte pairs into
 // 16 rows' sums.
 //
@@ -24,6 +25,10 @@
 
 namespace specd::kernels::cpu::internal {
 namespace {
+
+// How far ahead of a chunk its block's codes are fetched: the hardware prefetcher alone leaves a
+// tall tile waiting on memory (measured at 16 rows: 0.8× the time with this, 1 row unchanged).
+constexpr int64_t kPrefetchAhead = 4096;
 
 // Codes of kBits (4 or 8) bits.
 template <int kBits>
@@ -77,7 +82,9 @@ SPECD_VNNI void VnniBody<kBits>::Tile(int64_t m0, int64_t b0) const {
         // Chunk c's codes as bytes, columns k … k + 3 in `first` and (4 bits) k + 4 … in `second`.
         __m512i first[kN], second[kN];
         for (int j = 0; j < kN; ++j) {
-          const __m512i packed = _mm512_loadu_si512(codes[j] + (block * kChunks + c) * 64);
+          const uint8_t* chunk = codes[j] + (block * kChunks + c) * 64;
+          _mm_prefetch(reinterpret_cast<const char*>(chunk) + kPrefetchAhead, _MM_HINT_T0);
+          const __m512i packed = _mm512_loadu_si512(chunk);
           if constexpr (kBits == 4) {
             first[j] = _mm512_and_si512(packed, low_nibbles);
             second[j] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low_nibbles);
