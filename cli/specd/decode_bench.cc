@@ -18,6 +18,7 @@
 
 #include "cli/specd/commands.h"
 #include "cli/specd/model_options_flags.h"
+#include "cli/specd/percentile.h"
 #include "cli/specd/weight_footprint.h"
 #include "common/model/ops/cpu_backend.h"
 #include "common/model/ops/op_table.h"
@@ -112,10 +113,10 @@ void PrintResidentMemory(const ResidentMemory& before, const WeightFootprint& fo
       footprint.head_is_embedding ? "the embedding itself" : "its own");
 }
 
-// Seconds of a batched decode step (continuous batching): one token for each of `sequences`
-// sequences with their own caches, each holding `context` first, in one forward. Against a verify
-// block of as many rows it shows what the per-sequence work (attention, the DeltaNet recurrence
-// and conv, their states' traffic) adds to the shared GEMMs.
+// Seconds of a batched decode step (continuous batching; the median of 8): one token for each of
+// `sequences` sequences with their own caches, each holding `context` first, in one forward.
+// Against a verify block of as many rows it shows what the per-sequence work (attention, the
+// DeltaNet recurrence and conv, their states' traffic) adds to the shared GEMMs.
 absl::StatusOr<double> BatchedDecodeSeconds(const model::Qwen35Model& target,
                                             std::span<const int64_t> context, int64_t token,
                                             int64_t sequences) {
@@ -139,13 +140,15 @@ absl::StatusOr<double> BatchedDecodeSeconds(const model::Qwen35Model& target,
                      .options = {},
                      .keep_for_rollback = false});
   }
-  const Clock::time_point start = Clock::now();
+  std::vector<double> seconds;
   for (int step = 0; step < kSteps; ++step) {
+    const Clock::time_point start = Clock::now();
     absl::StatusOr<std::vector<model::ForwardOutput>> stepped = target.ForwardBatch(batch);
     if (!stepped.ok()) return stepped.status();
-    if (step + 1 == kSteps) WaitFor(stepped->back().logits);
+    WaitFor(stepped->back().logits);
+    seconds.push_back(SecondsSince(start));
   }
-  return SecondsSince(start) / kSteps;
+  return Percentile(seconds, 0.5);
 }
 
 absl::Status BenchDecode(const DecodeBenchFlags& flags) {
@@ -182,6 +185,7 @@ absl::Status BenchDecode(const DecodeBenchFlags& flags) {
   const double prefill_s = SecondsSince(start);
 
   int64_t next = prefill->logits.select(0, 0).argmax().item<int64_t>();
+  // The mean, as llama-bench's tg reports, so that the two compare.
   start = Clock::now();
   for (int64_t step = 0; step < flags.tokens; ++step) {
     absl::StatusOr<at::Tensor> logits = target->Decode(next, *cache);
@@ -191,18 +195,21 @@ absl::Status BenchDecode(const DecodeBenchFlags& flags) {
   const double decode_s = SecondsSince(start) / static_cast<double>(flags.tokens);
 
   // Verify blocks as a speculative step runs them (every row's logits, kept for rollback), each
-  // rolled back so that all start from the same context.
+  // rolled back so that all start from the same context; the median, as one slow run on a noisy
+  // machine moved the mean of the three this used to take by up to 1.5×.
   const std::vector<int64_t> block(flags.block, next);
-  constexpr int kBlocks = 3;
-  start = Clock::now();
+  constexpr int kBlocks = 7;
+  std::vector<double> block_seconds;
   for (int run = 0; run < kBlocks; ++run) {
+    start = Clock::now();
     absl::StatusOr<model::ForwardOutput> verified = target->ForwardBlock(
         block, *cache, {.logit_rows = model::LogitRows::kAll, .hidden_states = {}});
     if (!verified.ok()) return verified.status();
     if (absl::Status rolled = cache->Rollback(0); !rolled.ok()) return rolled;
-    if (run + 1 == kBlocks) WaitFor(verified->logits);
+    WaitFor(verified->logits);
+    block_seconds.push_back(SecondsSince(start));
   }
-  const double block_s = SecondsSince(start) / kBlocks;
+  const double block_s = Percentile(block_seconds, 0.5);
 
   double batch_s = 0;
   if (flags.batch > 0) {
@@ -228,11 +235,12 @@ absl::Status BenchDecode(const DecodeBenchFlags& flags) {
               static_cast<double>(flags.prompt_length) / prefill_s);
   std::printf("decode           %.2f ms/token over %lld tokens: %.1f tokens/s\n", decode_s * 1e3,
               static_cast<long long>(flags.tokens), 1 / decode_s);
-  std::printf("verify block     %lld rows in %.2f ms: %.2f decode steps\n",
+  std::printf("verify block     %lld rows in %.2f ms (median of 7): %.2f decode steps\n",
               static_cast<long long>(flags.block), block_s * 1e3, block_s / decode_s);
   if (flags.batch > 0) {
     std::printf(
-        "batched decode   %lld sequences in %.2f ms: %.2f decode steps, %.2f verify blocks\n",
+        "batched decode   %lld sequences in %.2f ms (median of 8): %.2f decode steps, %.2f verify "
+        "blocks\n",
         static_cast<long long>(flags.batch), batch_s * 1e3, batch_s / decode_s, batch_s / block_s);
   }
   std::printf("weight bandwidth %.2f GB/s\n", weight_bandwidth / 1e9);

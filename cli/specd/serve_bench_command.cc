@@ -39,6 +39,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/specd/commands.h"
 #include "cli/specd/model_options_flags.h"
+#include "cli/specd/percentile.h"
 #include "common/base/clock.h"
 #include "common/engine/forced_acceptance_drafter.h"
 #include "common/engine/generator.h"
@@ -191,13 +192,6 @@ absl::Status RunRequests(orchestrator::GenerationHandler& handler,
 
 std::shared_ptr<grpc::Channel> Loopback(int port) {
   return rpc::Connect(absl::StrCat("127.0.0.1:", port));
-}
-
-double Percentile(std::vector<double> values, double fraction) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const auto index = static_cast<size_t>(fraction * static_cast<double>(values.size() - 1) + 0.5);
-  return values[std::min(index, values.size() - 1)];
 }
 
 // A path of the sweep: its orchestrator, and where its forwards' batching is counted.
