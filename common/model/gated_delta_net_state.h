@@ -57,7 +57,7 @@ class GatedDeltaNetState {
   ops::DeltaRuleSequence StartRecurrence(const at::Tensor& conv_inputs,
                                          const DeltaRuleInputs& inputs, bool keep_for_rollback);
 
-  // Keeps only the first `accepted` tokens of the last Advance (which kept them for rollback).
+  // Keeps only the first `accepted` tokens of the last ones fed (which were kept for rollback).
   void RollbackBlock(int64_t accepted);
 
   void Reset();
