@@ -2,8 +2,9 @@
 // The Gated DeltaNet's depthwise causal convolution over several sequences' rows in one call (a
 // batch of decode steps, verify blocks and prefill chunks), each continuing its own history:
 //   out_t[c] = Σ_j w[c, j] · in_{t−K+1+j}[c],  in_{−K+1} … in_{−1} = the sequence's state.
-// Channels are independent, so the pool splits sequences × runs of channels, and each state can
-// advance in the same pass (to the last K−1 rows of [state ‖ x]).
+// Channels are independent, so the pool splits runs of channels, each over every sequence (its
+// taps transposed once), and each state can advance in the same pass (to the last K−1 rows of
+// [state ‖ x]).
 //
 // Row-major float32: x and out [rows, channels], a sequence's rows back to back after the
 // previous one's; weight [channels, kernel]; a state [kernel − 1, channels], oldest row first.
