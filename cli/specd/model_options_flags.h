@@ -62,7 +62,7 @@ inline void AddModelOptions(CLI::App& command, model::ModelOptions& options,
       {{"exact", quant::Int4Activations::kExact}, {"int8", quant::Int4Activations::kInt8}},
       scope +
           "exact: W4A16 on the model's activations (the default); int8 (CPU only): W4A8, "
-          "integer dot products (AVX-512 VNNI or AVX2) on activations rounded per 32 columns, "
+          "integer dot products (AVX-512 VNNI or AVX2) on activations rounded per 128 columns, "
           "faster, most on verify blocks, batches and prefill; not exact");
   AddChoiceOption<model::HeadWeights>(
       command, "--lm-head", options.head,

@@ -20,10 +20,10 @@ absl::StatusOr<Int4KernelWeight> Int4KernelWeight::Prepare(const PackedInt4Weigh
       return absl::FailedPreconditionError(
           "int8 activations need a CPU with AVX2 or AVX-512 VNNI; this one has neither");
     }
-    if (grid.group_size % kernels::cpu::kVnniActivationBlock != 0) {
+    if (grid.group_size % kernels::cpu::kVnniMinActivationBlock != 0) {
       return absl::UnimplementedError(
           absl::StrCat("int8 activations need a group size that is a multiple of ",
-                       kernels::cpu::kVnniActivationBlock, ", not ", grid.group_size));
+                       kernels::cpu::kVnniMinActivationBlock, ", not ", grid.group_size));
     }
   }
   absl::StatusOr<Int4KernelWeight> prepared = PrepareExact(weight);

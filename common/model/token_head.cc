@@ -21,9 +21,9 @@ TokenHead::TokenHead(at::Tensor embed_tokens, at::Tensor lm_head, const ModelOpt
               "an int8 LM head needs a float32 model on the CPU that does not train");
   TORCH_CHECK(kernels::cpu::BestVnniGemmIsa() != kernels::cpu::VnniGemmIsa::kNone,
               "an int8 LM head needs a CPU with AVX2 or AVX-512 VNNI");
-  TORCH_CHECK(lm_head_.size(1) % kernels::cpu::kVnniActivationBlock == 0,
+  TORCH_CHECK(lm_head_.size(1) % kernels::cpu::kVnniMinActivationBlock == 0,
               "an int8 LM head needs a hidden size that is a multiple of ",
-              kernels::cpu::kVnniActivationBlock, ", not ", lm_head_.size(1));
+              kernels::cpu::kVnniMinActivationBlock, ", not ", lm_head_.size(1));
   const at::Tensor stored = lm_head_.contiguous();
   TORCH_CHECK(stored.scalar_type() == at::kFloat || stored.scalar_type() == at::kBFloat16,
               "an int8 LM head is made from a float32 or bf16 one, not ", stored.scalar_type());

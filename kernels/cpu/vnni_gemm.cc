@@ -12,17 +12,23 @@ namespace {
 using internal::QuantizedRows;
 
 // x rounded per row, the rows split over the pool.
-void Quantize(const float* x, int64_t rows, int64_t cols, int64_t group_size, QuantizedRows& out,
+void Quantize(const float* x, int64_t rows, const VnniMatrix& w, QuantizedRows& out,
               ThreadPool& pool) {
-  out.q.resize(rows * cols);
-  out.scales.resize(rows * cols / kVnniActivationBlock);
-  out.sums.resize(rows * cols / group_size);
+  out.q.resize(rows * w.cols);
+  out.scales.resize(rows * w.cols / w.activation_block);
+  out.sums.resize(rows * w.cols / w.group_size);
   pool.ParallelFor(rows, 1, [&](int64_t begin, int64_t end) {
-    internal::QuantizeRowsAvx2(x, cols, group_size, begin, end, out);
+    internal::QuantizeRowsAvx2(x, w.cols, w.group_size, w.activation_block, begin, end, out);
   });
 }
 
 }  // namespace
+
+int64_t VnniActivationBlock(int64_t group_size) {
+  int64_t block = kVnniMaxActivationBlock;
+  while (group_size % block != 0) block /= 2;
+  return block;
+}
 
 VnniGemmIsa BestVnniGemmIsa() {
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -38,6 +44,7 @@ VnniMatrix RepackInt4ForVnni(const Int4Matrix& w) {
   out.rows = w.rows;
   out.cols = w.cols;
   out.group_size = w.group_size;
+  out.activation_block = VnniActivationBlock(w.group_size);
   const int64_t blocks = (w.rows + kVnniRowBlock - 1) / kVnniRowBlock;
   const int64_t chunks = w.cols / 8;
   const int64_t groups = w.cols / w.group_size;
@@ -73,6 +80,7 @@ VnniMatrix QuantizeRowsForVnni(const DenseMatrix& w, ThreadPool& pool) {
   out.rows = w.rows;
   out.cols = w.cols;
   out.group_size = w.cols;
+  out.activation_block = VnniActivationBlock(w.cols);
   const int64_t blocks = (w.rows + kVnniRowBlock - 1) / kVnniRowBlock;
   out.codes.assign(blocks * w.cols * kVnniRowBlock, 0);
   out.scales.assign(blocks * kVnniRowBlock, 0.0f);
@@ -120,7 +128,7 @@ std::vector<float> Dequantize(const VnniMatrix& w) {
 void VnniGemm(const float* x, int64_t rows, const VnniMatrix& w, float* y, ThreadPool& pool,
               VnniGemmIsa isa) {
   thread_local QuantizedRows quantized;
-  Quantize(x, rows, w.cols, w.group_size, quantized, pool);
+  Quantize(x, rows, w, quantized, pool);
   const QuantizedRows& xq = quantized;
   const int64_t blocks = (w.rows + kVnniRowBlock - 1) / kVnniRowBlock;
   const bool wide = w.bits == 8;

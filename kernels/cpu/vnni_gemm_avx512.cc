@@ -33,8 +33,8 @@ constexpr int64_t kPrefetchAhead = 4096;
 // Codes of kBits (4 or 8) bits.
 template <int kBits>
 struct VnniBody {
-  // 64-byte chunks of a block's codes per activation block: 4 of 8 columns, or 8 of 4.
-  static constexpr int kChunks = kVnniActivationBlock * kBits / 32;
+  // 64-byte chunks of a block's codes per 32 columns: 4 of 8 columns, or 8 of 4.
+  static constexpr int kChunks = kBits;
 
   const QuantizedRows& x;
   const VnniMatrix& w;
@@ -52,10 +52,11 @@ SPECD_VNNI void VnniBody<kBits>::Tile(int64_t m0, int64_t b0) const {
   constexpr int kChains = kM * kN < 8 ? 2 : 1;
   const int64_t cols = w.cols;
   const int64_t groups = cols / w.group_size;
-  const int64_t blocks_per_group = w.group_size / kVnniActivationBlock;
-  const int64_t x_blocks = cols / kVnniActivationBlock;
+  const int64_t x_block = w.activation_block;
+  const int64_t blocks_per_group = w.group_size / x_block;
+  const int64_t x_blocks = cols / x_block;
   const uint8_t* codes[kN];
-  for (int j = 0; j < kN; ++j) codes[j] = w.codes.data() + (b0 + j) * x_blocks * kChunks * 64;
+  for (int j = 0; j < kN; ++j) codes[j] = w.codes.data() + (b0 + j) * cols / 32 * kChunks * 64;
   const int8_t* xq = x.q.data() + m0 * cols;
   const float* x_scales = x.scales.data() + m0 * x_blocks;
   const __m512i low_nibbles = _mm512_set1_epi8(0x0f);
@@ -70,42 +71,44 @@ SPECD_VNNI void VnniBody<kBits>::Tile(int64_t m0, int64_t b0) const {
       scale[j] = _mm512_loadu_ps(w.scales.data() + ((b0 + j) * groups + g) * kVnniRowBlock);
     }
     for (int64_t block = g * blocks_per_group; block < (g + 1) * blocks_per_group; ++block) {
-      const int64_t k0 = block * kVnniActivationBlock;
       __m512i dot[kChains][kM][kN];
       for (int h = 0; h < kChains; ++h) {
         for (int i = 0; i < kM; ++i) {
           for (int j = 0; j < kN; ++j) dot[h][i][j] = _mm512_setzero_si512();
         }
       }
+      for (int64_t k32 = block * x_block; k32 < (block + 1) * x_block; k32 += 32) {
 #pragma GCC unroll 8
-      for (int c = 0; c < kChunks; ++c) {
-        // Chunk c's codes as bytes, columns k … k + 3 in `first` and (4 bits) k + 4 … in `second`.
-        __m512i first[kN], second[kN];
-        for (int j = 0; j < kN; ++j) {
-          const uint8_t* chunk = codes[j] + (block * kChunks + c) * 64;
-          _mm_prefetch(reinterpret_cast<const char*>(chunk) + kPrefetchAhead, _MM_HINT_T0);
-          const __m512i packed = _mm512_loadu_si512(chunk);
-          if constexpr (kBits == 4) {
-            first[j] = _mm512_and_si512(packed, low_nibbles);
-            second[j] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low_nibbles);
-          } else {
-            first[j] = packed;
+        for (int c = 0; c < kChunks; ++c) {
+          // Chunk c's codes as bytes, columns k … k + 3 in `first` and (4 bits) k + 4 … in
+          // `second`.
+          __m512i first[kN], second[kN];
+          for (int j = 0; j < kN; ++j) {
+            const uint8_t* chunk = codes[j] + (k32 / 32 * kChunks + c) * 64;
+            _mm_prefetch(reinterpret_cast<const char*>(chunk) + kPrefetchAhead, _MM_HINT_T0);
+            const __m512i packed = _mm512_loadu_si512(chunk);
+            if constexpr (kBits == 4) {
+              first[j] = _mm512_and_si512(packed, low_nibbles);
+              second[j] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low_nibbles);
+            } else {
+              first[j] = packed;
+            }
           }
-        }
-        const int64_t k = k0 + c * (32 / kBits);
-        for (int i = 0; i < kM; ++i) {
-          int32_t four;
-          std::memcpy(&four, xq + i * cols + k, 4);
-          const __m512i x_first = _mm512_set1_epi32(four);
-          const int h = kBits == 8 ? c % kChains : 0;
-          for (int j = 0; j < kN; ++j)
-            dot[h][i][j] = _mm512_dpbusd_epi32(dot[h][i][j], first[j], x_first);
-          if constexpr (kBits == 4) {
-            std::memcpy(&four, xq + i * cols + k + 4, 4);
-            const __m512i x_second = _mm512_set1_epi32(four);
-            for (int j = 0; j < kN; ++j) {
-              dot[kChains - 1][i][j] =
-                  _mm512_dpbusd_epi32(dot[kChains - 1][i][j], second[j], x_second);
+          const int64_t k = k32 + c * (32 / kBits);
+          for (int i = 0; i < kM; ++i) {
+            int32_t four;
+            std::memcpy(&four, xq + i * cols + k, 4);
+            const __m512i x_first = _mm512_set1_epi32(four);
+            const int h = kBits == 8 ? c % kChains : 0;
+            for (int j = 0; j < kN; ++j)
+              dot[h][i][j] = _mm512_dpbusd_epi32(dot[h][i][j], first[j], x_first);
+            if constexpr (kBits == 4) {
+              std::memcpy(&four, xq + i * cols + k + 4, 4);
+              const __m512i x_second = _mm512_set1_epi32(four);
+              for (int j = 0; j < kN; ++j) {
+                dot[kChains - 1][i][j] =
+                    _mm512_dpbusd_epi32(dot[kChains - 1][i][j], second[j], x_second);
+              }
             }
           }
         }

@@ -18,16 +18,15 @@ std::vector<VnniGemmIsa> IsasThisCpuRuns() {
   return isas;
 }
 
-// x rounded as the kernel defines it: per row and block of 32 columns, to the nearest multiple of
+// x rounded as the kernel defines it: per row and block of `columns`, to the nearest multiple of
 // the block's absolute maximum / 127.
-std::vector<double> RoundedActivations(const std::vector<float>& x) {
+std::vector<double> RoundedActivations(const std::vector<float>& x, int64_t columns) {
   std::vector<double> rounded(x.size());
-  for (size_t block = 0; block < x.size(); block += kVnniActivationBlock) {
+  for (size_t block = 0; block < x.size(); block += columns) {
     float amax = 0;
-    for (int64_t k = 0; k < kVnniActivationBlock; ++k)
-      amax = std::max(amax, std::fabs(x[block + k]));
+    for (int64_t k = 0; k < columns; ++k) amax = std::max(amax, std::fabs(x[block + k]));
     const float scale = amax / 127.0f;
-    for (int64_t k = 0; k < kVnniActivationBlock; ++k) {
+    for (int64_t k = 0; k < columns; ++k) {
       const float q = scale == 0 ? 0.0f : std::nearbyint(x[block + k] * (1.0f / scale));
       rounded[block + k] = static_cast<double>(q) * scale;
     }
@@ -38,7 +37,7 @@ std::vector<double> RoundedActivations(const std::vector<float>& x) {
 // y = x̃ Wᵀ in double, from the rounded activations and the weights the layout holds: what the
 // kernel computes up to float32 summation.
 std::vector<double> Expected(const std::vector<float>& x, int64_t rows, const VnniMatrix& w) {
-  const std::vector<double> rounded = RoundedActivations(x);
+  const std::vector<double> rounded = RoundedActivations(x, w.activation_block);
   const std::vector<float> dense = Dequantize(w);
   std::vector<double> y(rows * w.rows, 0.0);
   for (int64_t m = 0; m < rows; ++m) {
@@ -78,10 +77,21 @@ struct Shape {
   int64_t x_rows, rows, cols, group_size;
 };
 
-// Ragged row blocks (and half blocks), several groups, and x rows that take every tile: one row,
-// and 31 = 16 + 8 + 4 + 2 + 1 over six blocks (four at a time, the last ragged).
-const std::vector<Shape> kShapes = {{1, 37, 64, 64},  {1, 64, 256, 128},  {2, 23, 128, 32},
-                                    {5, 40, 256, 64}, {16, 16, 512, 128}, {31, 87, 256, 128}};
+// Ragged row blocks (and half blocks), several groups, activation blocks of 32, 64 and 128
+// columns (two to a group of 256), and x rows that take every tile: one row, and 31 = 16 + 8 + 4 +
+// 2 + 1 over six blocks (four at a time, the last ragged).
+const std::vector<Shape> kShapes = {{1, 37, 64, 64},   {1, 64, 256, 128}, {2, 23, 128, 32},
+                                    {5, 40, 256, 64},  {3, 20, 512, 256}, {16, 16, 512, 128},
+                                    {31, 87, 256, 128}};
+
+TEST(VnniGemmTest, ActivationBlocksAreTheLargestThatDivideAGroup) {
+  EXPECT_EQ(VnniActivationBlock(32), 32);
+  EXPECT_EQ(VnniActivationBlock(96), 32);
+  EXPECT_EQ(VnniActivationBlock(64), 64);
+  EXPECT_EQ(VnniActivationBlock(192), 64);
+  EXPECT_EQ(VnniActivationBlock(128), 128);
+  EXPECT_EQ(VnniActivationBlock(2560), 128);
+}
 
 TEST(VnniGemmTest, FourBitCodesOnInt8Activations) {
   if (IsasThisCpuRuns().empty()) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512 VNNI";

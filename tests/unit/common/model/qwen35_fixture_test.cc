@@ -99,8 +99,9 @@ std::filesystem::path FixtureDir() {
 }
 
 // The int8 LM head (`--lm-head int8`): each row rounded to 8 bits, the final hidden states to
-// int8 per 32 columns; the embedding it is tied to stays as stored. Measured on this fixture: max
-// |Δlogit| 0.35 of a span of 76 (0.5 %), every argmax kept.
+// int8 per block of columns (64: this fixture's hidden size); the embedding it is tied to stays
+// as stored. Measured on this fixture: max |Δlogit| 0.40 of a span of 76 (0.5 %), every argmax
+// kept.
 TEST_F(Qwen35FixtureTest, Int8HeadKeepsPredictions) {
   if (kernels::cpu::BestVnniGemmIsa() == kernels::cpu::VnniGemmIsa::kNone) {
     GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512 VNNI";

@@ -187,9 +187,9 @@ TEST(BackendOpsTest, Int4ProjectionOfTensorsOnBfloat16) {
   });
 }
 
-// W4A8: the same weights on activations rounded to int8 per block of 32, against the exact
-// projection. The error is the rounding's: about 0.3 % of the largest output on the 4B shapes,
-// up to 1.3 % where a few outputs make the largest one small (seen over unseeded runs).
+// W4A8: the same weights on activations rounded to int8 per block of 128 (groups of 128), against
+// the exact projection. The error is the rounding's: 1.2× what blocks of 32 gave (about 0.3 % of
+// the largest output on the 4B shapes, up to 1.3 % where a few outputs make the largest one small).
 TEST(BackendOpsTest, Int4ProjectionOnInt8Activations) {
   if (kernels::cpu::BestVnniGemmIsa() == kernels::cpu::VnniGemmIsa::kNone) {
     GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512 VNNI";
