@@ -1,6 +1,7 @@
 #include <iostream>
 #include <string>
 
+#include "cli/specd/blas_kernels.h"
 #include "cli/specd/commands.h"
 #include "common/io/allowed_roots.h"
 #include "common/model/ops/cpu_backend.h"
@@ -25,6 +26,7 @@ void RunOrExit(const CLI::App& command, const std::function<absl::Status()>& bod
 }  // namespace specd::cli
 
 int main(int argc, char** argv) {
+  specd::cli::RunAgainOnWideBlasKernels(argv);
   CLI::App app{"specd: serve and train Qwen3.5 with a DFlash drafter (local commands)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "specd 0.1.0");

@@ -2,6 +2,7 @@
 // rely on (flags, output formats, exit codes).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -132,6 +133,21 @@ TEST(SpecdInspectTest, TruncatedCheckpointIsAClearErrorWithExitCode1) {
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_NE(run.err.find("model.safetensors"), std::string::npos) << run.err;
   std::filesystem::remove_all(dir);
+}
+
+// Debian's OpenBLAS falls back to its SSE3 kernels on CPUs newer than itself; specd then runs
+// itself again on the widest ones the CPU has (cli/specd/blas_kernels.h). OPENBLAS_VERBOSE=2 has
+// OpenBLAS name the kernels as it loads: the last it names are the ones the command ran on.
+TEST(SpecdTest, FloatProductsRunOnTheWidestBlasKernelsTheCpuHas) {
+  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "this CPU has nothing wider than SSE3";
+  unsetenv("OPENBLAS_CORETYPE");
+  setenv("OPENBLAS_VERBOSE", "2", 1);
+  const ProcessResult run = Specd({"--version"});
+  unsetenv("OPENBLAS_VERBOSE");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  const size_t named = run.err.rfind("Core: ");
+  if (named == std::string::npos) GTEST_SKIP() << "LibTorch's BLAS here is not OpenBLAS";
+  EXPECT_NE(run.err.substr(named), "Core: Prescott\n") << run.err;
 }
 
 TEST(SpecdTest, UnknownSubcommandIsAUsageError) {
