@@ -330,7 +330,8 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
   const engine::BatchingOptions batching{
       .max_rows = 2048,
       .max_sequences = flags.max_batch,
-      .max_delay = std::chrono::microseconds(flags.batch_delay_us)};
+      .max_delay = std::chrono::microseconds(flags.batch_delay_us),
+      .turns = std::make_shared<engine::DeviceTurns>()};  // one device: one forward at a time
   const int64_t max_sessions = std::max<int64_t>(64, 2 * flags.concurrency.back());
   PeakUse peak;
   absl::StatusOr<std::unique_ptr<engine::CachePool>> pool = engine::CachePool::Create(

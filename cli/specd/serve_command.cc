@@ -156,6 +156,8 @@ struct Role {
   std::optional<model::Qwen35Model> target;
   std::optional<text::Tokenizer> tokenizer;
   std::unique_ptr<engine::CachePool> cache_pool;  // before the sessions' owners: outlives them
+  // Every batcher of the process's models: one device, one forward at a time.
+  std::shared_ptr<engine::DeviceTurns> turns = std::make_shared<engine::DeviceTurns>();
   std::shared_ptr<verifier::VerifierHandler> verifier;
   std::shared_ptr<drafter::DrafterHandler> drafter;
   std::unique_ptr<orchestrator::BackendPool>
@@ -188,27 +190,29 @@ prometheus::Histogram::BucketBoundaries PowersOfTwo(int largest) {
   return bounds;
 }
 
-// The batching flags, and the histograms of the forwards of `role`'s model, "verifier" (the
-// target) or "drafter" (vLLM's iteration_tokens_total).
+// The batching flags, and the histograms of the forwards of `model`'s batchers, "verifier" (the
+// target) or "drafter" (vLLM's iteration_tokens_total), taking the process's turns.
 engine::BatchingOptions BatchingOf(const ServeFlags& flags, prometheus::Registry& registry,
-                                   const std::string& role) {
+                                   const std::string& model, const Role& role) {
   prometheus::Histogram& rows = prometheus::BuildHistogram()
                                     .Name("specd_iteration_tokens")
                                     .Help("Rows (tokens) per batched forward.")
                                     .Register(registry)
-                                    .Add({{"role", role}}, PowersOfTwo(8192));
+                                    .Add({{"role", model}}, PowersOfTwo(8192));
   prometheus::Histogram& sequences = prometheus::BuildHistogram()
                                          .Name("specd_iteration_sequences")
                                          .Help("Sequences per batched forward.")
                                          .Register(registry)
-                                         .Add({{"role", role}}, PowersOfTwo(256));
+                                         .Add({{"role", model}}, PowersOfTwo(256));
   return {.max_rows = flags.max_batch_tokens,
           .max_sequences = flags.max_batch,
           .max_delay = std::chrono::microseconds(flags.batch_delay_us),
-          .on_step = [&rows, &sequences](int64_t batch, int64_t tokens) {
-            sequences.Observe(static_cast<double>(batch));
-            rows.Observe(static_cast<double>(tokens));
-          }};
+          .on_step =
+              [&rows, &sequences](int64_t batch, int64_t tokens) {
+                sequences.Observe(static_cast<double>(batch));
+                rows.Observe(static_cast<double>(tokens));
+              },
+          .turns = role.turns};
 }
 
 // The process's cache pool, made by the first role that needs one (after its weights are loaded,
@@ -273,7 +277,7 @@ absl::Status AddVerifier(const ServeFlags& flags, prometheus::Registry& registry
                          .max_block_size = flags.max_block_size,
                          .session_idle_timeout = Seconds(flags.session_idle_timeout_s),
                          .open_sessions = &open_sessions,
-                         .batching = BatchingOf(flags, registry, "verifier"),
+                         .batching = BatchingOf(flags, registry, "verifier", role),
                          .cache_pool = *pool});
   if (!handler.ok()) return handler.status();
   role.verifier = *std::move(handler);
@@ -340,7 +344,7 @@ absl::Status AddDrafter(const ServeFlags& flags, const std::string& target_dir,
            .max_sessions = flags.max_sessions,
            .session_idle_timeout = Seconds(flags.session_idle_timeout_s),
            .open_sessions = &open_sessions,
-           .batching = BatchingOf(flags, registry, "drafter"),
+           .batching = BatchingOf(flags, registry, "drafter", role),
            .cache_pool = *pool,
            .uses_shared_weights = shares_weights && served->dflash != nullptr});
   if (!handler.ok()) return handler.status();
@@ -519,9 +523,10 @@ absl::Status BuildRole(const ServeFlags& flags, prometheus::Registry& registry, 
              .drafter = role.drafter,
              .in_process = std::make_shared<engine::InProcessPair>(
                  *role.target, role.drafter == nullptr ? nullptr : &role.drafter->drafter(),
-                 engine::PairOptions{.target_batching = BatchingOf(flags, registry, "verifier"),
-                                     .draft_batching = BatchingOf(flags, registry, "drafter"),
-                                     .cache_pool = role.cache_pool.get()})},
+                 engine::PairOptions{
+                     .target_batching = BatchingOf(flags, registry, "verifier", role),
+                     .draft_batching = BatchingOf(flags, registry, "drafter", role),
+                     .cache_pool = role.cache_pool.get()})},
             absl::Seconds(5));
     if (!pair.ok()) return pair.status();
     role.backends = *std::move(pair);

@@ -8,6 +8,14 @@
 #include "absl/strings/str_cat.h"
 
 namespace specd::engine {
+namespace {
+
+BatchingOptions TakingTurns(BatchingOptions options, const std::shared_ptr<DeviceTurns>& turns) {
+  if (options.turns == nullptr) options.turns = turns;
+  return options;
+}
+
+}  // namespace
 
 InProcessTargetPort::InProcessTargetPort(TargetSession session, TargetBatcher& batcher,
                                          std::optional<CachePool::Reservation> memory)
@@ -86,8 +94,11 @@ InProcessPair::InProcessPair(const model::Qwen35Model& target, const Drafter* dr
     : target_(target),
       drafter_(drafter),
       cache_pool_(options.cache_pool),
-      target_batcher_(target, options.target_batching) {
-  if (drafter_ != nullptr) draft_batcher_.emplace(*drafter_, options.draft_batching);
+      turns_(std::make_shared<DeviceTurns>()),
+      target_batcher_(target, TakingTurns(options.target_batching, turns_)) {
+  if (drafter_ != nullptr) {
+    draft_batcher_.emplace(*drafter_, TakingTurns(options.draft_batching, turns_));
+  }
 }
 
 BatchingStats InProcessPair::drafter_stats() const {

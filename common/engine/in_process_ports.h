@@ -63,6 +63,7 @@ class InProcessDraftPort final : public DraftPort {
 };
 
 struct PairOptions {
+  // Without turns of their own, the two batchers take turns with each other.
   BatchingOptions target_batching = {};
   BatchingOptions draft_batching = {};
   CachePool* cache_pool = nullptr;  // the sessions' memory budget; none: no budget
@@ -89,6 +90,7 @@ class InProcessPair {
   const model::Qwen35Model& target_;
   const Drafter* drafter_;
   CachePool* cache_pool_;
+  std::shared_ptr<DeviceTurns> turns_;  // the target's and the drafter's forwards, one at a time
   TargetBatcher target_batcher_;
   std::optional<DraftBatcher> draft_batcher_;
 };

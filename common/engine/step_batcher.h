@@ -9,17 +9,22 @@
 // longer wait). It takes urgent jobs (decode and verify steps) before the rest (prefill
 // chunks), first come first served, up to `max_rows` rows and `max_sequences` jobs, and at least
 // one job. Jobs a step did not finish (a prefill with chunks left) stay queued for the next one,
-// so new requests join at the next step and finished ones leave.
+// so new requests join at the next step and finished ones leave. Batchers of one device given the
+// same DeviceTurns run one step at a time: a step due while another's runs waits for it to end,
+// then `max_delay` more for the members it gives back.
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "common/engine/device_turns.h"
 
 namespace specd::engine {
 
@@ -30,6 +35,8 @@ struct BatchingOptions {
   std::chrono::microseconds max_delay{2000};
   // Sees each step's jobs and rows once it ran (metrics); may be empty.
   std::function<void(int64_t sequences, int64_t rows)> on_step = {};
+  // Shared with the other batchers whose forwards run on the same device; none: runs alone.
+  std::shared_ptr<DeviceTurns> turns = nullptr;
 };
 
 // What the steps so far did, for metrics and benchmarks.
@@ -51,9 +58,17 @@ class StepBatcher {
   using Step = std::function<std::vector<bool>(std::span<Job* const> batch)>;
 
   StepBatcher(BatchingOptions options, Step step)
-      : options_(options), step_(std::move(step)), worker_([this] { Work(); }) {}
+      : options_(options), step_(std::move(step)), worker_([this] { Work(); }) {
+    if (options_.turns != nullptr) {
+      turn_wake_ = options_.turns->Subscribe([this] {
+        std::lock_guard lock(mutex_);
+        queued_.notify_all();
+      });
+    }
+  }
 
   ~StepBatcher() {
+    if (options_.turns != nullptr) options_.turns->Unsubscribe(turn_wake_);
     {
       std::lock_guard lock(mutex_);
       stopping_ = true;
@@ -127,6 +142,20 @@ class StepBatcher {
     queued_.notify_all();  // a member leaving may complete the step being waited for
   }
 
+  bool AllMembersQueued() const { return static_cast<int64_t>(queue_.size()) >= members_; }
+
+  // With turns, takes the device: while another step has it, waits for that step to end and
+  // then, unless every member is queued already, `max_delay` for the members it gives back.
+  void AwaitTurn(std::unique_lock<std::mutex>& lock) {
+    DeviceTurns* turns = options_.turns.get();
+    if (turns == nullptr) return;
+    while (!turns->TryBegin()) {
+      queued_.wait(lock, [&] { return !turns->busy(); });
+      queued_.wait_until(lock, turns->last_end() + options_.max_delay,
+                         [&] { return stopping_ || AllMembersQueued(); });
+    }
+  }
+
   // The jobs of the next step, in the order they go into the forward.
   std::vector<Entry*> Select() const {
     std::vector<Entry*> order;
@@ -162,9 +191,9 @@ class StepBatcher {
       const Clock::duration wait = std::max<Clock::duration>(
           options_.max_delay,
           std::chrono::duration_cast<Clock::duration>(last_step_time * kWaitShareOfLastStep));
-      queued_.wait_until(lock, std::max(first, last_step_end) + wait, [&] {
-        return stopping_ || static_cast<int64_t>(queue_.size()) >= members_;
-      });
+      queued_.wait_until(lock, std::max(first, last_step_end) + wait,
+                         [&] { return stopping_ || AllMembersQueued(); });
+      AwaitTurn(lock);
       const std::vector<Entry*> batch = Select();
       std::vector<Job*> jobs;
       int64_t rows = 0;
@@ -176,6 +205,7 @@ class StepBatcher {
       for (Entry* entry : batch) entry->queued = began - entry->arrived;
       lock.unlock();
       const std::vector<bool> done = step_(jobs);
+      if (options_.turns != nullptr) options_.turns->End();
       lock.lock();
       const Clock::time_point now = Clock::now();
       last_step_end = now;
@@ -205,7 +235,8 @@ class StepBatcher {
   int64_t members_ = 0;
   bool stopping_ = false;
   BatchingStats stats_;
-  std::thread worker_;  // last: starts once everything it reads is built
+  int64_t turn_wake_ = 0;  // the subscription to options_.turns
+  std::thread worker_;     // last: starts once everything it reads is built
 };
 
 }  // namespace specd::engine

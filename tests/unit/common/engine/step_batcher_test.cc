@@ -2,9 +2,12 @@
 // the sessions still to come, and that a job a step did not finish runs again in the next one.
 #include "common/engine/step_batcher.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -196,6 +199,50 @@ TEST(StepBatcherTest, AnUnfinishedJobRunsAgainAlongsideNewOnes) {
   EXPECT_THAT(steps[0], ElementsAre(2, 1));
   EXPECT_THAT(steps[1], ElementsAre(1));
   EXPECT_THAT(steps[2], ElementsAre(1));
+}
+
+// The target's and the drafter's batchers of one process, sharing the device: sessions that
+// draft then verify, half of them starting while the first step runs. Side by side the halves
+// would take turns for ever (one drafting while the other verifies, every forward half full, two
+// at once on the cores); taking turns on the device, one forward runs at a time and each waits
+// for the members the other's gives back, so the halves merge.
+TEST(StepBatcherTest, BatchersTakingTurnsOnADeviceRunOneStepAtATimeAndMergeTheirSessions) {
+  const auto turns = std::make_shared<DeviceTurns>();
+  std::atomic<int> running = 0, most_running = 0;
+  const auto step = [&](std::span<Job* const> batch) {
+    most_running = std::max(most_running.load(), ++running);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    --running;
+    return std::vector<bool>(batch.size(), true);
+  };
+  const BatchingOptions options{.max_rows = 100,
+                                .max_sequences = 64,
+                                .max_delay = std::chrono::milliseconds(2),
+                                .turns = turns};
+  StepBatcher<Job> drafter(options, step), target(options, step);
+  constexpr int kSessions = 4, kSteps = 10;
+  std::vector<StepBatcher<Job>::Membership> drafting, verifying;
+  for (int i = 0; i < kSessions; ++i) {
+    drafting.push_back(drafter.Join());
+    verifying.push_back(target.Join());
+  }
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kSessions; ++i) {
+    threads.emplace_back([&, i] {
+      if (i >= kSessions / 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      for (int n = 0; n < kSteps; ++n) {
+        Job draft{.id = i}, verify{.id = i};
+        drafter.Run(draft);
+        target.Run(verify);
+      }
+      drafting[i] = {};
+      verifying[i] = {};
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(most_running, 1);
+  EXPECT_GT(drafter.stats().mean_batch_size(), 3.0) << drafter.stats().steps << " steps";
+  EXPECT_GT(target.stats().mean_batch_size(), 3.0) << target.stats().steps << " steps";
 }
 
 }  // namespace
