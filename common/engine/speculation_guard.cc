@@ -157,15 +157,20 @@ int64_t SpeculationGuard::Request::Choose(int64_t room) {
     choice.exploring = true;
     return choice;
   };
+  BatchLook& look = guard_->look_;
   GuardChoice choice;
-  if (!prices.has_value()) {
-    choice = explore({.block_size = limit});
+  if (look.left > 0 && looks_taken_ < look.number) {
+    --look.left;
+    looks_taken_ = look.number;
+    choice = explore({.block_size = std::min(limit, look.block_size)});
+  } else if (!prices.has_value()) {
+    choice = StartBatchLook({.block_size = limit});
   } else if (Stale(costs.DraftAge(batch_)) && Affords(prices->drafted)) {
-    choice = explore(prices->drafted);
+    choice = StartBatchLook(prices->drafted);
   } else if (Stale(costs.SingleAge(batch_))) {
-    choice = explore({.block_size = 1, .expected_speedup = prices->best.expected_speedup});
+    choice = StartBatchLook({.block_size = 1, .expected_speedup = prices->best.expected_speedup});
   } else if (const int64_t other = OtherDraftCount(limit, prices->drafted); other > 1) {
-    choice = explore({.block_size = other});
+    choice = StartBatchLook({.block_size = other});
   } else {
     choice = prices->best;
     if (choice.block_size > 1) {
@@ -181,6 +186,14 @@ int64_t SpeculationGuard::Request::Choose(int64_t room) {
   }
   last_ = choice;
   return choice.block_size;
+}
+
+GuardChoice SpeculationGuard::Request::StartBatchLook(GuardChoice look) {
+  BatchLook& batch_look = guard_->look_;
+  batch_look = {.number = batch_look.number + 1, .block_size = look.block_size, .left = batch_ - 1};
+  looks_taken_ = batch_look.number;
+  look.exploring = true;
+  return look;
 }
 
 int64_t SpeculationGuard::Request::OtherDraftCount(int64_t limit,

@@ -17,13 +17,15 @@
 // It explores what it cannot price yet, and what it has not measured for a while: a batch size's
 // first steps speculate, verify a single token and then draft another number of tokens (how a
 // draft call's time grows with its drafts), the first two again every kRefreshSteps steps at
-// that batch size; a request that stopped speculating tries its best-priced block after 32, 64,
-// 128, … of its steps, so a drafter that becomes good again (the text turned repetitive) is
-// taken back. Such a look costs the drafter's catch-up — every row committed since the request
-// last drafted, the whole prompt the first time, which a model drafter projects — and its block,
-// less the tokens it is expected to gain; a request takes it only once it has spent 50 times
-// that expected loss without speculating, so looking at a drafter that never pays costs at most
-// 2 %, and one that is nearly worth it is looked at soon.
+// that batch size. Such a look is taken by the whole batch, each open request's next step, as
+// the price it measures assumes: one request's single token beside the others' blocks measures
+// a forward of their rows, not a target-only one. A request that stopped speculating tries its
+// best-priced block after 32, 64, 128, … of its steps, so a drafter that becomes good again (the
+// text turned repetitive) is taken back. Such a look costs the drafter's catch-up — every row
+// committed since the request last drafted, the whole prompt the first time, which a model drafter
+// projects — and its block, less the tokens it is expected to gain; a request takes it only once it
+// has spent 50 times that expected loss without speculating, so looking at a drafter that never
+// pays costs at most 2 %, and one that is nearly worth it is looked at soon.
 #include <array>
 #include <cstdint>
 #include <mutex>
@@ -92,6 +94,9 @@ class SpeculationGuard {
     int64_t OtherDraftCount(int64_t limit, const GuardChoice& drafted) const;
     // Whether the time it spent without speculating pays for a look at `probe`. Under the lock.
     bool Affords(const GuardChoice& probe) const;
+    // `look` as the whole batch's next step: this request's, then each other open request's.
+    // Under the lock.
+    GuardChoice StartBatchLook(GuardChoice look);
 
     SpeculationGuard* guard_;
     Regime regime_;
@@ -102,6 +107,7 @@ class SpeculationGuard {
     int64_t idle_steps_ = 0;   // steps since it last speculated
     int64_t probe_after_ = 0;  // idle steps before it tries speculating again
     int64_t pending_rows_;     // committed rows its drafter has yet to take in
+    int64_t looks_taken_ = 0;  // the last batch look it took (BatchLook::number)
     double idle_ms_ = 0;       // the time of its steps since it last speculated
   };
 
@@ -111,8 +117,16 @@ class SpeculationGuard {
   Request Open(Regime regime, int64_t block_size, int64_t prompt_length);
 
  private:
+  // A look the open requests take together: each of them once, at its next step.
+  struct BatchLook {
+    int64_t number = 0;  // 1, 2, … as they start
+    int64_t block_size = 1;
+    int64_t left = 0;  // requests yet to take it
+  };
+
   std::mutex mutex_;
   StepCosts costs_;
+  BatchLook look_;
   std::array<DraftPositionCounts, 3> regimes_;  // by Regime
   int64_t open_ = 0;
 };

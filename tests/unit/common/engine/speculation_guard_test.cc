@@ -67,6 +67,65 @@ struct SimulatedPair {
   }
 };
 
+// `requests` open on one guard whose steps share forwards, one per round: every request that
+// drafts is in one draft forward, `draft_ms(rows, drafts)` for all of their rows (block and
+// pending context) and drafts; every request is in one verify forward, `verify_ms(blocks)` for
+// their blocks. Each draft is accepted with `accept`. As in a served batch, each request records
+// its step and chooses its next one before the next request does.
+struct SimulatedCrowd {
+  double accept = 0.8;
+  std::function<double(int64_t, int64_t)> draft_ms;
+  std::function<double(const std::vector<int64_t>&)> verify_ms;
+  double elapsed_ms = 0;
+  int64_t emitted = 0;
+  std::mt19937 random{11};
+
+  // Runs `rounds` rounds; the block sizes chosen in the last one.
+  std::vector<int64_t> Run(std::vector<SpeculationGuard::Request>& requests, int64_t rounds) {
+    struct Step {
+      Drafts drafts;
+      EmittedTokens verified;
+      std::optional<double> draft_ms;
+      double verify_ms = 0;
+    };
+    std::vector<std::optional<Step>> last(requests.size());
+    std::vector<int64_t> pending(requests.size(), kPrompt);
+    std::vector<int64_t> blocks(requests.size());
+    std::bernoulli_distribution accepted(accept);
+    for (int64_t round = 0; round < rounds; ++round) {
+      int64_t draft_rows = 0, drafts = 0, verify_rows = 0;
+      for (size_t r = 0; r < requests.size(); ++r) {
+        if (last[r].has_value()) {
+          requests[r].Record(last[r]->drafts, last[r]->verified, last[r]->draft_ms,
+                             last[r]->verify_ms);
+        }
+        blocks[r] = requests[r].Choose(1000);
+        if (blocks[r] > 1) draft_rows += kBlock + pending[r], drafts += blocks[r] - 1;
+        verify_rows += blocks[r];
+      }
+      const std::optional<double> draft =
+          drafts > 0 ? std::optional(draft_ms(draft_rows, drafts)) : std::nullopt;
+      const double verify = verify_ms(blocks);
+      for (size_t r = 0; r < requests.size(); ++r) {
+        int64_t kept = 0;
+        while (kept < blocks[r] - 1 && accepted(random)) ++kept;
+        Step& step = last[r].emplace();
+        step.drafts.tokens.resize(blocks[r] - 1);
+        step.drafts.forward = {.rows = draft_rows, .drafts = drafts};
+        step.verified.ids.resize(kept + 1);
+        step.verified.forward_rows = verify_rows;
+        step.draft_ms = blocks[r] > 1 ? draft : std::nullopt;
+        step.verify_ms = verify;
+        if (blocks[r] > 1) pending[r] = 0;
+        pending[r] += kept + 1;
+        emitted += kept + 1;
+      }
+      elapsed_ms += draft.value_or(0) + verify;
+    }
+    return blocks;
+  }
+};
+
 // How often `size` was chosen among the last `tail` choices.
 int64_t CountIn(const std::vector<int64_t>& chosen, int64_t size, size_t tail) {
   return std::count(chosen.end() - static_cast<int64_t>(std::min(tail, chosen.size())),
@@ -254,6 +313,56 @@ TEST(SpeculationGuardTest, PricesEachBatchSizeApart) {
     for (SpeculationGuard::Request& request : crowd) chosen.push_back(pair.Run(request, 1).front());
   }
   EXPECT_GE(CountIn(chosen, 1, 80), 76);
+}
+
+// Sixteen requests share each forward, in which (as on a CPU) every sequence verifying a block
+// costs more than its rows, and a wide one more than that: good drafts do not pay, and the crowd
+// decodes target-only at its speed (a look at a price is taken by the whole batch, as the price
+// assumes).
+TEST(SpeculationGuardTest, ACrowdWhoseBlocksCostMoreThanTheyGainDecodesTargetOnly) {
+  SpeculationGuard guard;
+  std::vector<SpeculationGuard::Request> crowd;
+  for (int i = 0; i < 16; ++i) crowd.push_back(guard.Open(Regime::kShort, kBlock, kPrompt));
+  SimulatedCrowd pair{
+      .draft_ms = [](int64_t rows, int64_t drafts) { return 20 + 0.3 * rows + 2.0 * drafts; },
+      .verify_ms =
+          [](const std::vector<int64_t>& blocks) {
+            double ms = 60;
+            int64_t rows = 0;
+            for (const int64_t block : blocks) {
+              ms += 2.5 * static_cast<double>(block) + (block > 1 ? 25 : 0);
+              rows += block;
+            }
+            // A wide forward spills its caches.
+            return ms + 10.0 * static_cast<double>(std::max<int64_t>(0, rows - 128));
+          }};
+  pair.Run(crowd, 300);
+  const double elapsed_ms = pair.elapsed_ms;
+  const int64_t emitted = pair.emitted;
+  const std::vector<int64_t> last = pair.Run(crowd, 300);
+  EXPECT_EQ(std::count(last.begin(), last.end(), 1), 16);
+  const double target_only = 16 / pair.verify_ms(std::vector<int64_t>(16, 1));  // tokens per ms
+  EXPECT_GE(static_cast<double>(pair.emitted - emitted) / (pair.elapsed_ms - elapsed_ms),
+            0.9 * target_only);
+}
+
+// …while four requests whose forward is bound by reading the weights speculate together.
+TEST(SpeculationGuardTest, ACrowdWhoseForwardIsBoundByItsWeightsSpeculates) {
+  SpeculationGuard guard;
+  std::vector<SpeculationGuard::Request> crowd;
+  for (int i = 0; i < 4; ++i) crowd.push_back(guard.Open(Regime::kShort, kBlock, kPrompt));
+  SimulatedCrowd pair{
+      .draft_ms = [](int64_t rows, int64_t drafts) { return 10 + 0.05 * rows + 0.1 * drafts; },
+      .verify_ms =
+          [](const std::vector<int64_t>& blocks) {
+            double ms = 30;
+            for (const int64_t block : blocks) ms += 0.2 * block;
+            return ms;
+          }};
+  const std::vector<int64_t> last = pair.Run(crowd, 300);
+  EXPECT_EQ(std::count(last.begin(), last.end(), 1), 0);
+  const double target_only = 4 / pair.verify_ms(std::vector<int64_t>(4, 1));
+  EXPECT_GE(static_cast<double>(pair.emitted) / pair.elapsed_ms, 2 * target_only);
 }
 
 TEST(SpeculationGuardTest, TakesTheDrafterBackWhenItsDraftsBecomeGood) {
