@@ -126,6 +126,13 @@ struct SimulatedCrowd {
   }
 };
 
+// `size` short requests open on `guard`.
+std::vector<SpeculationGuard::Request> Crowd(SpeculationGuard& guard, int size) {
+  std::vector<SpeculationGuard::Request> crowd;
+  for (int i = 0; i < size; ++i) crowd.push_back(guard.Open(Regime::kShort, kBlock, kPrompt));
+  return crowd;
+}
+
 // How often `size` was chosen among the last `tail` choices.
 int64_t CountIn(const std::vector<int64_t>& chosen, int64_t size, size_t tail) {
   return std::count(chosen.end() - static_cast<int64_t>(std::min(tail, chosen.size())),
@@ -321,8 +328,7 @@ TEST(SpeculationGuardTest, PricesEachBatchSizeApart) {
 // assumes).
 TEST(SpeculationGuardTest, ACrowdWhoseBlocksCostMoreThanTheyGainDecodesTargetOnly) {
   SpeculationGuard guard;
-  std::vector<SpeculationGuard::Request> crowd;
-  for (int i = 0; i < 16; ++i) crowd.push_back(guard.Open(Regime::kShort, kBlock, kPrompt));
+  std::vector<SpeculationGuard::Request> crowd = Crowd(guard, 16);
   SimulatedCrowd pair{
       .draft_ms = [](int64_t rows, int64_t drafts) { return 20 + 0.3 * rows + 2.0 * drafts; },
       .verify_ms =
@@ -349,8 +355,7 @@ TEST(SpeculationGuardTest, ACrowdWhoseBlocksCostMoreThanTheyGainDecodesTargetOnl
 // …while four requests whose forward is bound by reading the weights speculate together.
 TEST(SpeculationGuardTest, ACrowdWhoseForwardIsBoundByItsWeightsSpeculates) {
   SpeculationGuard guard;
-  std::vector<SpeculationGuard::Request> crowd;
-  for (int i = 0; i < 4; ++i) crowd.push_back(guard.Open(Regime::kShort, kBlock, kPrompt));
+  std::vector<SpeculationGuard::Request> crowd = Crowd(guard, 4);
   SimulatedCrowd pair{
       .draft_ms = [](int64_t rows, int64_t drafts) { return 10 + 0.05 * rows + 0.1 * drafts; },
       .verify_ms =
