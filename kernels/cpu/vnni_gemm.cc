@@ -14,11 +14,12 @@ using internal::QuantizedRows;
 // x rounded per row, the rows split over the pool.
 void Quantize(const float* x, int64_t rows, const VnniMatrix& w, QuantizedRows& out,
               ThreadPool& pool) {
+  const int64_t block = w.activation_block();
   out.q.resize(rows * w.cols);
-  out.scales.resize(rows * w.cols / w.activation_block);
+  out.scales.resize(rows * w.cols / block);
   out.sums.resize(rows * w.cols / w.group_size);
   pool.ParallelFor(rows, 1, [&](int64_t begin, int64_t end) {
-    internal::QuantizeRowsAvx2(x, w.cols, w.group_size, w.activation_block, begin, end, out);
+    internal::QuantizeRowsAvx2(x, w.cols, w.group_size, block, begin, end, out);
   });
 }
 
@@ -29,6 +30,8 @@ int64_t VnniActivationBlock(int64_t group_size) {
   while (group_size % block != 0) block /= 2;
   return block;
 }
+
+int64_t VnniMatrix::activation_block() const { return VnniActivationBlock(group_size); }
 
 VnniGemmIsa BestVnniGemmIsa() {
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -44,7 +47,6 @@ VnniMatrix RepackInt4ForVnni(const Int4Matrix& w) {
   out.rows = w.rows;
   out.cols = w.cols;
   out.group_size = w.group_size;
-  out.activation_block = VnniActivationBlock(w.group_size);
   const int64_t blocks = (w.rows + kVnniRowBlock - 1) / kVnniRowBlock;
   const int64_t chunks = w.cols / 8;
   const int64_t groups = w.cols / w.group_size;
@@ -80,7 +82,6 @@ VnniMatrix QuantizeRowsForVnni(const DenseMatrix& w, ThreadPool& pool) {
   out.rows = w.rows;
   out.cols = w.cols;
   out.group_size = w.cols;
-  out.activation_block = VnniActivationBlock(w.cols);
   const int64_t blocks = (w.rows + kVnniRowBlock - 1) / kVnniRowBlock;
   out.codes.assign(blocks * w.cols * kVnniRowBlock, 0);
   out.scales.assign(blocks * kVnniRowBlock, 0.0f);

@@ -36,12 +36,13 @@ struct VnniMatrix {
   std::vector<float> offsets;  // [row blocks][groups][16]
   int64_t rows = 0;
   int64_t cols = 0;
-  int64_t group_size = 0;        // a multiple of kVnniMinActivationBlock
-  int64_t activation_block = 0;  // columns per activation scale, dividing group_size
+  int64_t group_size = 0;  // a multiple of kVnniMinActivationBlock
 
   int64_t ByteSize() const {
     return static_cast<int64_t>(codes.size() + (scales.size() + offsets.size()) * sizeof(float));
   }
+  // Columns per activation scale: VnniActivationBlock(group_size).
+  int64_t activation_block() const;
 };
 
 // The activation block for weights in groups of `group_size` columns (a multiple of

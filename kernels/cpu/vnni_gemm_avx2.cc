@@ -116,7 +116,7 @@ template <int kBits>
 template <int kM, int kN>
 SPECD_AVX2 void Avx2Body<kBits>::Tile(int64_t m0, int64_t b0) {
   const int64_t groups = w.cols / w.group_size;
-  const int64_t block = w.activation_block;
+  const int64_t block = w.activation_block();
   const int64_t blocks_per_row = w.cols / block;
   __m256 acc[kM][kN][2];
   for (int i = 0; i < kM; ++i) {

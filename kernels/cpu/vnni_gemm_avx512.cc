@@ -52,7 +52,7 @@ SPECD_VNNI void VnniBody<kBits>::Tile(int64_t m0, int64_t b0) const {
   constexpr int kChains = kM * kN < 8 ? 2 : 1;
   const int64_t cols = w.cols;
   const int64_t groups = cols / w.group_size;
-  const int64_t x_block = w.activation_block;
+  const int64_t x_block = w.activation_block();
   const int64_t blocks_per_group = w.group_size / x_block;
   const int64_t x_blocks = cols / x_block;
   const uint8_t* codes[kN];

@@ -37,7 +37,7 @@ std::vector<double> RoundedActivations(const std::vector<float>& x, int64_t colu
 // y = x̃ Wᵀ in double, from the rounded activations and the weights the layout holds: what the
 // kernel computes up to float32 summation.
 std::vector<double> Expected(const std::vector<float>& x, int64_t rows, const VnniMatrix& w) {
-  const std::vector<double> rounded = RoundedActivations(x, w.activation_block);
+  const std::vector<double> rounded = RoundedActivations(x, w.activation_block());
   const std::vector<float> dense = Dequantize(w);
   std::vector<double> y(rows * w.rows, 0.0);
   for (int64_t m = 0; m < rows; ++m) {
