@@ -94,7 +94,8 @@ InProcessPair::InProcessPair(const model::Qwen35Model& target, const Drafter* dr
     : target_(target),
       drafter_(drafter),
       cache_pool_(options.cache_pool),
-      turns_(std::make_shared<DeviceTurns>()),
+      turns_(options.target_batching.turns != nullptr ? options.target_batching.turns
+                                                      : std::make_shared<DeviceTurns>()),
       target_batcher_(target, TakingTurns(options.target_batching, turns_)) {
   if (drafter_ != nullptr) {
     draft_batcher_.emplace(*drafter_, TakingTurns(options.draft_batching, turns_));

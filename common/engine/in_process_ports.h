@@ -63,7 +63,7 @@ class InProcessDraftPort final : public DraftPort {
 };
 
 struct PairOptions {
-  // Without turns of their own, the two batchers take turns with each other.
+  // The two batchers take turns with each other, and with whatever else the target's turns have.
   BatchingOptions target_batching = {};
   BatchingOptions draft_batching = {};
   CachePool* cache_pool = nullptr;  // the sessions' memory budget; none: no budget
@@ -90,7 +90,7 @@ class InProcessPair {
   const model::Qwen35Model& target_;
   const Drafter* drafter_;
   CachePool* cache_pool_;
-  std::shared_ptr<DeviceTurns> turns_;  // the target's and the drafter's forwards, one at a time
+  std::shared_ptr<DeviceTurns> turns_;  // the target's (or new): both models' forwards take them
   TargetBatcher target_batcher_;
   std::optional<DraftBatcher> draft_batcher_;
 };

@@ -25,7 +25,7 @@ namespace specd::kernels::cpu {
 inline constexpr int64_t kVnniRowBlock = 16;
 // Columns per activation scale: a weight's group size must be a multiple of the smallest, and
 // the largest of them that divides it is taken (each block ends in a float epilogue per product
-// sum: 128 columns instead of 32 made the 16-row tiles ~18 % faster).
+// sum: 128 columns instead of 32 made 16- and 64-row products 10–20 % faster).
 inline constexpr int64_t kVnniMinActivationBlock = 32;
 inline constexpr int64_t kVnniMaxActivationBlock = 128;
 
