@@ -64,7 +64,7 @@ echo "== specd gpu check ($(cat "$logs/device.txt")) =="
 printf '%s\n' "${results[@]}"
 grep -hE 'tests passed|Skipped|Failed' "$logs/gpu-tests.log" "$logs/backend-ops.log" || true
 echo "== Qwen3.5-4B-shaped W4A16 on the device ($logs/decode-4b.log) =="
-grep -E '^(prefill|decode|verify block|batched decode) ' "$logs/decode-4b.log" || true
+grep -E '^(prefill|decode|verify block|batched decode|batched verify) ' "$logs/decode-4b.log" || true
 echo "== Speculative, acceptance forced to tau 6, and transformers ($logs/spec-4b.log, hf-4b.log) =="
 grep -vE '^(model|drafter) ' "$logs/spec-4b.log" || true
 grep -E '^(transformers|short|medium|long) ' "$logs/hf-4b.log" || true

@@ -1,6 +1,6 @@
 // specd bench decode: prefill and decode speed of the target, what a verify block (and, asked for,
-// a batched decode step) costs against a decode step, the decode step's effective weight bandwidth
-// against a host copy measured in the same run, and the resident memory of its weights.
+// batched decode and verify steps) costs against a decode step, the decode step's effective weight
+// bandwidth against a host copy measured in the same run, and the resident memory of its weights.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -49,7 +49,7 @@ struct DecodeBenchFlags {
   int64_t copy_mib = 256;
   uint64_t seed = 0;
   int64_t block = 16;                 // rows of the verify block timed against a decode step
-  int64_t batch = 0;                  // sequences of a batched decode step timed against it, if any
+  int64_t batch = 0;                  // sequences of the batched steps timed, if any
   model::ModelOptions model_options;  // --device, --dtype, --int4-activations, --lm-head
 };
 
@@ -113,18 +113,25 @@ void PrintResidentMemory(const ResidentMemory& before, const WeightFootprint& fo
       footprint.head_is_embedding ? "the embedding itself" : "its own");
 }
 
-// Seconds of a batched decode step (continuous batching; the median of 8): one token for each of
-// `sequences` sequences with their own caches, each holding `context` first, in one forward.
-// Against a verify block of as many rows it shows what the per-sequence work (attention, the
-// DeltaNet recurrence and conv, their states' traffic) adds to the shared GEMMs.
-absl::StatusOr<double> BatchedDecodeSeconds(const model::Qwen35Model& target,
-                                            std::span<const int64_t> context, int64_t token,
-                                            int64_t sequences) {
+// Batched steps of continuous batching (medians of 8): `sequences` sequences with their own
+// caches, each holding `context` first, in one forward. Against a single sequence's block of as
+// many rows each shows what the per-sequence work (attention, the DeltaNet recurrence and conv,
+// their states' traffic, a rollback's replay) adds to the shared GEMMs.
+struct BatchedSeconds {
+  double decode = 0;    // one token each
+  double verify = 0;    // a block of `block` tokens each, kept for rollback
+  double rollback = 0;  // keeping half of each block, as a partly accepted step does
+};
+
+absl::StatusOr<BatchedSeconds> TimeBatchedSteps(const model::Qwen35Model& target,
+                                                std::span<const int64_t> context, int64_t token,
+                                                int64_t sequences, int64_t block) {
   constexpr int kSteps = 8;
   std::vector<model::Qwen35Cache> caches;
   caches.reserve(sequences);
   for (int64_t i = 0; i < sequences; ++i) {
-    absl::StatusOr<model::Qwen35Cache> cache = target.NewCache(context.size() + kSteps);
+    absl::StatusOr<model::Qwen35Cache> cache =
+        target.NewCache(context.size() + kSteps * (1 + block));
     if (!cache.ok()) return cache.status();
     caches.push_back(*std::move(cache));
     if (absl::StatusOr<model::ForwardOutput> filled = target.Prefill(context, caches.back());
@@ -132,23 +139,40 @@ absl::StatusOr<double> BatchedDecodeSeconds(const model::Qwen35Model& target,
       return filled.status();
     }
   }
-  std::vector<model::SequenceInput> batch;
-  batch.reserve(sequences);
-  for (model::Qwen35Cache& cache : caches) {
-    batch.push_back({.ids = std::span<const int64_t>(&token, 1),
-                     .cache = &cache,
-                     .options = {},
-                     .keep_for_rollback = false});
-  }
-  std::vector<double> seconds;
-  for (int step = 0; step < kSteps; ++step) {
+  const std::vector<int64_t> tokens(block, token);
+  const auto timed_batch = [&](int64_t rows, bool keep_for_rollback) -> absl::StatusOr<double> {
+    std::vector<model::SequenceInput> batch;
+    batch.reserve(sequences);
+    for (model::Qwen35Cache& cache : caches) {
+      batch.push_back({.ids = std::span<const int64_t>(tokens.data(), rows),
+                       .cache = &cache,
+                       .options = {.logit_rows = model::LogitRows::kAll, .hidden_states = {}},
+                       .keep_for_rollback = keep_for_rollback});
+    }
     const Clock::time_point start = Clock::now();
     absl::StatusOr<std::vector<model::ForwardOutput>> stepped = target.ForwardBatch(batch);
     if (!stepped.ok()) return stepped.status();
     WaitFor(stepped->back().logits);
-    seconds.push_back(SecondsSince(start));
+    return SecondsSince(start);
+  };
+  BatchedSeconds medians;
+  std::vector<double> decode, verify, rollback;
+  for (int step = 0; step < kSteps; ++step) {
+    absl::StatusOr<double> decoded = timed_batch(1, /*keep_for_rollback=*/false);
+    if (!decoded.ok()) return decoded.status();
+    decode.push_back(*decoded);
+    absl::StatusOr<double> verified = timed_batch(block, /*keep_for_rollback=*/true);
+    if (!verified.ok()) return verified.status();
+    verify.push_back(*verified);
+    const Clock::time_point start = Clock::now();
+    for (model::Qwen35Cache& cache : caches) {
+      if (absl::Status rolled = cache.Rollback(block / 2); !rolled.ok()) return rolled;
+    }
+    rollback.push_back(SecondsSince(start));
   }
-  return Percentile(seconds, 0.5);
+  return BatchedSeconds{.decode = Percentile(decode, 0.5),
+                        .verify = Percentile(verify, 0.5),
+                        .rollback = Percentile(rollback, 0.5)};
 }
 
 absl::Status BenchDecode(const DecodeBenchFlags& flags) {
@@ -211,11 +235,12 @@ absl::Status BenchDecode(const DecodeBenchFlags& flags) {
   }
   const double block_s = Percentile(block_seconds, 0.5);
 
-  double batch_s = 0;
+  BatchedSeconds batched;
   if (flags.batch > 0) {
-    absl::StatusOr<double> batched = BatchedDecodeSeconds(*target, prompt, next, flags.batch);
-    if (!batched.ok()) return batched.status();
-    batch_s = *batched;
+    absl::StatusOr<BatchedSeconds> timed =
+        TimeBatchedSteps(*target, prompt, next, flags.batch, flags.block);
+    if (!timed.ok()) return timed.status();
+    batched = *timed;
   }
 
   const double step_bytes = footprint->DecodeStepBytes();
@@ -238,10 +263,16 @@ absl::Status BenchDecode(const DecodeBenchFlags& flags) {
   std::printf("verify block     %lld rows in %.2f ms (median of 7): %.2f decode steps\n",
               static_cast<long long>(flags.block), block_s * 1e3, block_s / decode_s);
   if (flags.batch > 0) {
+    const auto sequences = static_cast<long long>(flags.batch);
     std::printf(
         "batched decode   %lld sequences in %.2f ms (median of 8): %.2f decode steps, %.2f verify "
         "blocks\n",
-        static_cast<long long>(flags.batch), batch_s * 1e3, batch_s / decode_s, batch_s / block_s);
+        sequences, batched.decode * 1e3, batched.decode / decode_s, batched.decode / block_s);
+    std::printf(
+        "batched verify   %lld sequences x %lld rows in %.2f ms (median of 8): %.2f verify blocks; "
+        "keeping half of each: %.2f ms\n",
+        sequences, static_cast<long long>(flags.block), batched.verify * 1e3,
+        batched.verify / block_s, batched.rollback * 1e3);
   }
   std::printf("weight bandwidth %.2f GB/s\n", weight_bandwidth / 1e9);
   std::printf("copy bandwidth   %.2f GB/s (ParallelCopy, %lld MiB, %d threads)\n",
@@ -282,8 +313,9 @@ void AddDecodeBench(CLI::App& bench) {
       ->check(CLI::PositiveNumber);
   command
       ->add_option("--batch", flags->batch,
-                   "Also time a decode step of this many sequences in one forward, each with its "
-                   "own cache of the prompt (as many prefills first)")
+                   "Also time a decode step and a verify step (--block rows each) of this many "
+                   "sequences in one forward, each with its own cache of the prompt (as many "
+                   "prefills first)")
       ->check(CLI::PositiveNumber);
   AddModelOptions(*command, flags->model_options);
   command->callback([command, flags] { RunOrExit(*command, [&] { return BenchDecode(*flags); }); });
