@@ -29,7 +29,7 @@ struct DraftDistribution {
 // draw), or tokens drawn from its distributions (accepted with probability min(1, p / q)).
 // The draft forward that ran a call, other requests' batched with it: its rows (each call's block
 // and the context rows it took in) and the drafts asked of it (0: unknown), and how long the call
-// waited for it to start (as EmittedTokens::queued_ms).
+// waited for it to start (as TargetForward::queued_ms).
 struct DraftForward {
   int64_t rows = 0;
   int64_t drafts = 0;
@@ -42,17 +42,22 @@ struct Drafts {
   DraftForward forward = {};
 };
 
+// The target forward that ran a step, other requests' batched with it: its rows and sequences
+// (0: unknown), and of the step's time how long it waited for that forward to start (others'
+// forwards running, batch members still to come): what a step costs beyond its forward when
+// requests are out of step with each other.
+struct TargetForward {
+  int64_t rows = 0;
+  int64_t sequences = 0;
+  double queued_ms = 0;
+};
+
 // What one target step gave the output.
 struct EmittedTokens {
   // Prefill: the first token; Verify: the accepted drafts, then the target's own token.
   std::vector<int64_t> ids;
   std::vector<TokenLogprob> logprobs;  // one per id, when asked for
-  // Rows of the target forward that ran the step, other requests' batched with it (0: unknown).
-  int64_t forward_rows = 0;
-  // Of the step's time, how long it waited for that forward to start (others' forwards running,
-  // batch members still to come): what a step costs beyond its forward when requests are out of
-  // step with each other.
-  double queued_ms = 0;
+  TargetForward forward = {};
 
   int64_t accepted() const { return static_cast<int64_t>(ids.size()) - 1; }
 };

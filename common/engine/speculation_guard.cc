@@ -110,7 +110,7 @@ std::optional<SpeculationGuard::Request::Prices> SpeculationGuard::Request::Pric
     int64_t limit, int64_t batch) const {
   const StepCosts& costs = guard_->costs_;
   const auto requests = static_cast<double>(batch);
-  const std::optional<double> single = costs.VerifyMs(batch, requests);
+  const std::optional<double> single = costs.TargetOnlyMs(batch);
   if (!single.has_value() || !costs.DraftMs(batch, 0, 0).has_value()) return std::nullopt;
   // The batch's forward is every member's step, and its members run the same guard on the same
   // costs: each block is priced as if all of them chose it. Target-only, no one drafts, so the
@@ -164,7 +164,7 @@ int64_t SpeculationGuard::Request::Choose(int64_t room) {
     looks_taken_ = look.number;
     choice = explore({.block_size = std::min(limit, look.block_size)});
   } else if (!prices.has_value()) {
-    choice = StartBatchLook({.block_size = limit});
+    choice = StartBatchLook({.block_size = FirstLook(limit)});
   } else if (Stale(costs.DraftAge(batch_)) && Affords(prices->drafted)) {
     choice = StartBatchLook(prices->drafted);
   } else if (Stale(costs.SingleAge(batch_))) {
@@ -196,6 +196,16 @@ GuardChoice SpeculationGuard::Request::StartBatchLook(GuardChoice look) {
   return look;
 }
 
+int64_t SpeculationGuard::Request::FirstLook(int64_t limit) const {
+  for (int64_t smaller = batch_; smaller > 1;) {
+    smaller = (smaller + 1) / 2;  // the bucket below
+    if (const std::optional<Prices> prices = Price(limit, smaller)) {
+      return prices->drafted.block_size;
+    }
+  }
+  return limit;
+}
+
 int64_t SpeculationGuard::Request::OtherDraftCount(int64_t limit,
                                                    const GuardChoice& drafted) const {
   const std::optional<int64_t> measured = guard_->costs_.OnlyDraftCount(batch_);
@@ -210,7 +220,7 @@ bool SpeculationGuard::Request::Affords(const GuardChoice& probe) const {
   // Only called with prices, so with both lines measured.
   const StepCosts& costs = guard_->costs_;
   const auto others = static_cast<double>(batch_ - 1);
-  const double target_only_ms = *costs.VerifyMs(batch_, others + 1);
+  const double target_only_ms = *costs.TargetOnlyMs(batch_);
   // The look's time beyond that of the target-only steps whose tokens it is expected to emit.
   // It drafts alone.
   const double loss_ms = *costs.DraftMs(batch_, static_cast<double>(block_size_ + pending_rows_),
@@ -246,8 +256,9 @@ void SpeculationGuard::Request::Record(const Drafts& drafts, const EmittedTokens
   } else {
     idle_ms_ += draft_ms.value_or(0) + verify_ms;
   }
-  guard_->costs_.RecordVerify(batch_, proposed + 1, verified.forward_rows,
-                              verify_ms - verified.queued_ms);
+  const TargetForward& forward = verified.forward;
+  guard_->costs_.RecordVerify(batch_, proposed + 1, forward.rows, forward.sequences,
+                              verify_ms - forward.queued_ms);
   pending_rows_ += accepted + 1;
 }
 

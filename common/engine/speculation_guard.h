@@ -15,17 +15,18 @@
 // requests open on the guard.
 //
 // It explores what it cannot price yet, and what it has not measured for a while: a batch size's
-// first steps speculate, verify a single token and then draft another number of tokens (how a
-// draft call's time grows with its drafts), the first two again every kRefreshSteps steps at
-// that batch size. Such a look is taken by the whole batch, each open request's next step, as
-// the price it measures assumes: one request's single token beside the others' blocks measures
-// a forward of their rows, not a target-only one. A request that stopped speculating tries its
-// best-priced block after 32, 64, 128, … of its steps, so a drafter that becomes good again (the
-// text turned repetitive) is taken back. Such a look costs the drafter's catch-up — every row
-// committed since the request last drafted, the whole prompt the first time, which a model drafter
-// projects — and its block, less the tokens it is expected to gain; a request takes it only once it
-// has spent 50 times that expected loss without speculating, so looking at a drafter that never
-// pays costs at most 2 %, and one that is nearly worth it is looked at soon.
+// first steps speculate (the block best priced at the batch size below, if any), verify a single
+// token and then draft another number of tokens (how a draft call's time grows with its drafts),
+// the first two again every kRefreshSteps steps at that batch size. Such a look is taken by the
+// whole batch, each open request's next step, as the price it measures assumes: one request's
+// single token beside the others' blocks measures a forward of their rows, not a target-only one.
+// A request that stopped speculating tries its best-priced block after 32, 64, 128, … of its
+// steps, so a drafter that becomes good again (the text turned repetitive) is taken back. Such a
+// look costs the drafter's catch-up — every row committed since the request last drafted, the
+// whole prompt the first time, which a model drafter projects — and its block, less the tokens it
+// is expected to gain; a request takes it only once it has spent 50 times that expected loss
+// without speculating, so looking at a drafter that never pays costs at most 2 %, and one that is
+// nearly worth it is looked at soon.
 #include <array>
 #include <cstdint>
 #include <mutex>
@@ -88,6 +89,11 @@ class SpeculationGuard {
     // The prices of blocks up to `limit` at `batch` open requests; nullopt while the costs are
     // unknown. Under the guard's lock.
     std::optional<Prices> Price(int64_t limit, int64_t batch) const;
+    // A batch size's first block: the one priced best at the nearest smaller batch size priced,
+    // the whole block (at most `limit`) where none is, as on the first request. A whole block for
+    // every member of a large batch is a forward of many rows, which a CPU runs compute-bound:
+    // seconds at 16 requests, for all of them. Under the lock.
+    int64_t FirstLook(int64_t limit) const;
     // While every draft call at its batch size asked for one count (what a call's time does
     // with the count is unknown), a block of at most `limit` asking for another: `drafted`, the
     // best priced, or half the drafts; 1 when there is none to ask. Under the lock.

@@ -81,12 +81,17 @@ const StepCosts::Bucket* StepCosts::Find(int64_t batch) const {
   return bucket < buckets_.size() ? &buckets_[bucket] : nullptr;
 }
 
-void StepCosts::RecordVerify(int64_t batch, int64_t own, int64_t forward_rows, double ms) {
+void StepCosts::RecordVerify(int64_t batch, int64_t own, int64_t forward_rows,
+                             int64_t forward_sequences, double ms) {
   Bucket& bucket = At(batch);
   bucket.steps += StepsPerSample(batch);
   const int64_t rows = forward_rows > 0 ? std::max(forward_rows, own) : own * batch;
+  const int64_t sequences = forward_sequences > 0 ? forward_sequences : batch;
   bucket.verify.Add(static_cast<double>(rows), 0, ms, FadingPerSample(batch));
-  if (own == 1) bucket.single_at_step = bucket.steps;
+  if (rows == sequences) {
+    bucket.target_only.Add(0, 0, ms, FadingPerSample(batch));
+    bucket.single_at_step = bucket.steps;
+  }
 }
 
 void StepCosts::RecordDraft(int64_t batch, int64_t own_drafts, int64_t forward_rows,
@@ -105,6 +110,14 @@ std::optional<double> StepCosts::VerifyMs(int64_t batch, double rows) const {
   const Bucket* bucket = Find(batch);
   if (bucket == nullptr || bucket->verify.weight == 0) return std::nullopt;
   return bucket->verify.At(rows, 0);
+}
+
+std::optional<double> StepCosts::TargetOnlyMs(int64_t batch) const {
+  const Bucket* bucket = Find(batch);
+  if (bucket == nullptr || bucket->target_only.weight == 0) {
+    return VerifyMs(batch, static_cast<double>(batch));
+  }
+  return bucket->target_only.At(0, 0);
 }
 
 std::optional<double> StepCosts::DraftMs(int64_t batch, double rows, double drafts) const {

@@ -4,6 +4,9 @@
 // step's time is that of a forward over every member's rows. Kept per batch size:
 // - the verify forward's time as a line in its rows, fitted to recent steps (a forward that also
 //   took prefill chunks is priced by its larger row count, not blamed on a block);
+// - a target-only forward's time (every sequence's one token) on its own: a forward of blocks
+//   does per sequence what one of single tokens does not, and a CPU's turns compute-bound past a
+//   few rows, so a line through forwards of blocks misprices one of single tokens;
 // - the draft forward's time, as a plane in its rows (each call's block, and the context rows it
 //   takes in first: those committed since the request last drafted, which a drafter reading
 //   hidden states projects, so a call after many steps without drafting, or the first after a
@@ -21,8 +24,10 @@ namespace specd::engine {
 class StepCosts {
  public:
   // A verify step at `batch` open requests that took `ms`, in a forward of `forward_rows` rows
-  // (0: unknown, taken as `batch` blocks like its own), `own` of them its own.
-  void RecordVerify(int64_t batch, int64_t own, int64_t forward_rows, double ms);
+  // and `forward_sequences` sequences (0: unknown, taken as `batch` blocks like its own), `own`
+  // rows its own.
+  void RecordVerify(int64_t batch, int64_t own, int64_t forward_rows, int64_t forward_sequences,
+                    double ms);
   // A draft call at `batch` that was asked for `own_drafts` drafts, in a draft forward of
   // `forward_rows` rows (every call's block and context rows taken in) asked for
   // `forward_drafts`, that took `ms`.
@@ -31,6 +36,8 @@ class StepCosts {
 
   // The time of a forward of `rows` rows (fractional: expected) at `batch`; nullopt before any.
   std::optional<double> VerifyMs(int64_t batch, double rows) const;
+  // The time of a target-only forward at `batch` (VerifyMs of `batch` rows until one ran).
+  std::optional<double> TargetOnlyMs(int64_t batch) const;
   // The time of a draft forward of `rows` rows asked for `drafts` drafts at `batch`; nullopt
   // before any.
   std::optional<double> DraftMs(int64_t batch, double rows, double drafts) const;
@@ -38,8 +45,8 @@ class StepCosts {
   // call's time changes with the count is unknown then); nullopt before any call and after.
   std::optional<int64_t> OnlyDraftCount(int64_t batch) const;
 
-  // Steps (forwards, however many of their requests recorded them) at `batch` since one with a
-  // single own token, or a drafting call, was recorded (nullopt: never).
+  // Steps (forwards, however many of their requests recorded them) at `batch` since a target-only
+  // forward, or a drafting call, was recorded (nullopt: never).
   std::optional<int64_t> SingleAge(int64_t batch) const;
   std::optional<int64_t> DraftAge(int64_t batch) const;
 
@@ -55,7 +62,8 @@ class StepCosts {
   };
   struct Bucket {
     Plane verify;                           // in rows (y unused)
-    std::optional<double> single_at_step;   // the last step of one own token
+    Plane target_only;                      // its mean (x and y unused)
+    std::optional<double> single_at_step;   // the last target-only step
     Plane drafting;                         // in a draft forward's rows and drafts
     std::optional<double> drafted_at_step;  // the last step that drafted
     std::optional<int64_t> own_drafts;      // what every call asked for, while all asked alike

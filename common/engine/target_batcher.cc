@@ -61,7 +61,7 @@ absl::StatusOr<TargetStep> TargetBatcher::Run(TargetSession& session) {
   TargetJob job{.session = &session, .result = std::nullopt};
   const auto queued = batcher_.Run(job);
   if (job.result->ok()) {
-    (*job.result)->tokens.queued_ms = base::Milliseconds(queued);
+    (*job.result)->tokens.forward.queued_ms = base::Milliseconds(queued);
   }
   return *std::move(job.result);
 }
@@ -85,7 +85,11 @@ std::vector<bool> TargetBatcher::Step(std::span<TargetJob* const> batch) const {
         outputs.ok() ? absl::StatusOr<model::ForwardOutput>(std::move((*outputs)[i]))
                      : absl::StatusOr<model::ForwardOutput>(outputs.status()));
     done[i] = job.result.has_value();
-    if (done[i] && job.result->ok()) (*job.result)->tokens.forward_rows = rows;
+    if (done[i] && job.result->ok()) {
+      TargetForward& forward = (*job.result)->tokens.forward;
+      forward.rows = rows;
+      forward.sequences = static_cast<int64_t>(batch.size());
+    }
   }
   return done;
 }

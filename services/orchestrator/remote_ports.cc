@@ -50,11 +50,13 @@ absl::StatusOr<engine::EmittedTokens> RemoteTargetPort::Verify(const engine::Dra
   committed_.insert(committed_.end(), response->accepted_token_ids().begin(),
                     response->accepted_token_ids().end());
   anchor_ = response->next_token_id();
-  engine::EmittedTokens tokens{.ids = std::vector<int64_t>(response->accepted_token_ids().begin(),
-                                                           response->accepted_token_ids().end()),
-                               .logprobs = {},
-                               .forward_rows = response->forward_rows(),
-                               .queued_ms = rpc::ToMilliseconds(response->queue_time())};
+  engine::EmittedTokens tokens{
+      .ids = std::vector<int64_t>(response->accepted_token_ids().begin(),
+                                  response->accepted_token_ids().end()),
+      .logprobs = {},
+      .forward = {.rows = response->forward_rows(),
+                  .sequences = response->forward_sequences(),
+                  .queued_ms = rpc::ToMilliseconds(response->queue_time())}};
   tokens.ids.push_back(response->next_token_id());
   for (const v1::TokenLogprob& logprob : response->logprobs()) {
     tokens.logprobs.push_back(verifier::FromProto(logprob));

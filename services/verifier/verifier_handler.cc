@@ -223,8 +223,10 @@ absl::StatusOr<v1::VerifyResponse> VerifierHandler::RunVerify(Session& session,
     *response.add_logprobs() = ToProto(logprob);
   }
   response.set_generation(session.generation);
-  response.set_forward_rows(static_cast<uint32_t>(step->tokens.forward_rows));
-  *response.mutable_queue_time() = rpc::ToProtoDuration(absl::Milliseconds(step->tokens.queued_ms));
+  const engine::TargetForward& forward = step->tokens.forward;
+  response.set_forward_rows(static_cast<uint32_t>(forward.rows));
+  response.set_forward_sequences(static_cast<uint32_t>(forward.sequences));
+  *response.mutable_queue_time() = rpc::ToProtoDuration(absl::Milliseconds(forward.queued_ms));
   *response.mutable_compute_time() = rpc::ToProtoDuration(base::Clock::now() - start);
   return response;
 }

@@ -113,7 +113,8 @@ struct SimulatedCrowd {
         step.drafts.tokens.resize(blocks[r] - 1);
         step.drafts.forward = {.rows = draft_rows, .drafts = drafts};
         step.verified.ids.resize(kept + 1);
-        step.verified.forward_rows = verify_rows;
+        step.verified.forward = {.rows = verify_rows,
+                                 .sequences = static_cast<int64_t>(requests.size())};
         step.draft_ms = blocks[r] > 1 ? draft : std::nullopt;
         step.verify_ms = verify;
         if (blocks[r] > 1) pending[r] = 0;
@@ -142,12 +143,12 @@ int64_t CountIn(const std::vector<int64_t>& chosen, int64_t size, size_t tail) {
 TEST(StepCostsTest, PricesAForwardOfAnyRowsFromTheLineThroughThoseMeasured) {
   StepCosts costs;
   EXPECT_FALSE(costs.VerifyMs(1, 4).has_value());
-  costs.RecordVerify(1, 1, 1, 10);
+  costs.RecordVerify(1, 1, 1, 1, 10);
   // One row count measured: flat.
   EXPECT_DOUBLE_EQ(*costs.VerifyMs(1, 16), 10);
   for (int i = 0; i < 8; ++i) {
-    costs.RecordVerify(1, 16, 16, 25);
-    costs.RecordVerify(1, 1, 1, 10);
+    costs.RecordVerify(1, 16, 16, 1, 25);
+    costs.RecordVerify(1, 1, 1, 1, 10);
   }
   EXPECT_NEAR(*costs.VerifyMs(1, 8), 17, 1e-6);
   EXPECT_NEAR(*costs.VerifyMs(1, 31), 40, 1e-6);
@@ -185,12 +186,29 @@ TEST(StepCostsTest, ADraftForwardsInputsThatVariedOnlyTogetherShareTheSlope) {
 TEST(StepCostsTest, AForwardThatAlsoTookPrefillRowsIsPricedByThemNotByTheBlock) {
   StepCosts costs;
   for (int i = 0; i < 8; ++i) {
-    costs.RecordVerify(2, 1, 2, 10);     // two requests' single tokens
-    costs.RecordVerify(2, 1, 402, 210);  // beside a 400-row prefill chunk
+    costs.RecordVerify(2, 1, 2, 2, 10);     // two requests' single tokens
+    costs.RecordVerify(2, 1, 402, 2, 210);  // beside a 400-row prefill chunk
   }
   EXPECT_NEAR(*costs.VerifyMs(2, 32), 25, 1e-6);
   EXPECT_EQ(costs.SingleAge(2), 0);
   EXPECT_FALSE(costs.DraftAge(2).has_value());
+}
+
+// As a CPU runs them at 16 requests: a target-only forward takes what reading the weights does,
+// while forwards of blocks are compute-bound and pay per sequence.
+TEST(StepCostsTest, PricesATargetOnlyForwardByItsOwnTimesNotByTheLineThroughBlocks) {
+  StepCosts costs;
+  EXPECT_FALSE(costs.TargetOnlyMs(16).has_value());
+  costs.RecordVerify(16, 16, 256, 16, 985);
+  EXPECT_DOUBLE_EQ(*costs.TargetOnlyMs(16), 985) << "the line, until a target-only forward ran";
+  costs.RecordVerify(16, 1, 16, 16, 70);
+  for (int i = 0; i < 64; ++i) costs.RecordVerify(16, 6, 96, 16, 410);
+  EXPECT_GT(*costs.VerifyMs(16, 16), 100) << "the line through the blocks, this test's premise";
+  EXPECT_DOUBLE_EQ(*costs.TargetOnlyMs(16), 70);
+  EXPECT_EQ(costs.SingleAge(16), 4);  // 64 samples of 16 requests' steps since
+  // Forwards of blocks with as few rows as requests open are not target-only ones.
+  costs.RecordVerify(16, 6, 12, 2, 40);
+  EXPECT_DOUBLE_EQ(*costs.TargetOnlyMs(16), 70);
 }
 
 TEST(SpeculationGuardTest, AFreshGuardSpeculatesAFullBlockThenASingleTokenThenAnotherBlock) {
@@ -368,6 +386,28 @@ TEST(SpeculationGuardTest, ACrowdWhoseForwardIsBoundByItsWeightsSpeculates) {
   EXPECT_EQ(std::count(last.begin(), last.end(), 1), 0);
   const double target_only = 4 / pair.verify_ms(std::vector<int64_t>(4, 1));
   EXPECT_GE(static_cast<double>(pair.emitted) / pair.elapsed_ms, 2 * target_only);
+}
+
+// A batch size's first look is the block priced best at the size below, not a whole block for
+// each of its requests (here a forward of 256 rows).
+TEST(SpeculationGuardTest, ABatchSizesFirstLookIsTheBlockBestPricedBelowIt) {
+  SpeculationGuard guard;
+  {
+    // Alone, each verified token costs as much as the step: the best block is short.
+    SpeculationGuard::Request alone = guard.Open(Regime::kShort, kBlock, kPrompt);
+    SimulatedPair pair{.accept = 0.7, .draft_ms = 1, .verify_ms = [](int64_t block) {
+                         return 4.0 + 4.0 * static_cast<double>(block);
+                       }};
+    const std::vector<int64_t> chosen = pair.Run(alone, 100);
+    ASSERT_LE(chosen.back(), 4);
+  }
+  std::vector<SpeculationGuard::Request> crowd = Crowd(guard, 16);
+  const int64_t first = crowd.front().Choose(1000);
+  EXPECT_GT(first, 1);
+  EXPECT_LE(first, 4);
+  EXPECT_TRUE(crowd.front().last().exploring);
+  // The whole batch takes it.
+  for (size_t i = 1; i < crowd.size(); ++i) EXPECT_EQ(crowd[i].Choose(1000), first);
 }
 
 TEST(SpeculationGuardTest, TakesTheDrafterBackWhenItsDraftsBecomeGood) {

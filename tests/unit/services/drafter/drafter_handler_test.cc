@@ -440,6 +440,7 @@ TEST_F(DrafterHandlerTest, ResponsesDescribeTheForwardsThatRanThem) {
       verifier->Verify(VerifyRequestFor("s", 1, Ids(draft->draft_token_ids())));
   ASSERT_TRUE(verified.ok()) << verified.status();
   EXPECT_EQ(verified->forward_rows(), kTrainedBlock);
+  EXPECT_EQ(verified->forward_sequences(), 1);
   EXPECT_LE(rpc::ToMilliseconds(verified->queue_time()),
             rpc::ToMilliseconds(verified->compute_time()));
 }
