@@ -24,9 +24,11 @@ std::vector<float> Random(int64_t size, float scale, uint32_t seed) {
   return values;
 }
 
-// range(0) tokens per sequence, range(1) sequences in one call, each with its own state.
+// range(0) tokens per sequence, range(1) sequences in one call, each with its own state, advanced
+// in place or (range(2) = 1) into a second one, as a verify block kept for rollback is.
 void DeltaRule(benchmark::State& state) {
   const int64_t tokens = state.range(0), sequences = state.range(1);
+  const bool kept = state.range(2) == 1;
   const int64_t rows = tokens * sequences;
   const DeltaRuleShape shape{.tokens = rows, .heads = kHeads, .key_dim = kDim, .value_dim = kDim};
   const std::vector<float> q = Random(rows * kHeads * kDim, 0.01f, 1);
@@ -34,14 +36,16 @@ void DeltaRule(benchmark::State& state) {
   const std::vector<float> v = Random(rows * kHeads * kDim, 1.0f, 3);
   const std::vector<float> g(rows * kHeads, -0.1f), beta(rows * kHeads, 0.5f);
   std::vector<std::vector<float>> states(sequences, Random(kHeads * kDim * kDim, 0.1f, 4));
-  std::vector<DeltaRuleSequence> in_place;
-  for (std::vector<float>& sequence : states) {
-    in_place.push_back(
-        {.tokens = tokens, .initial_state = sequence.data(), .final_state = sequence.data()});
+  std::vector<std::vector<float>> finals(kept ? sequences : 0, states.front());
+  std::vector<DeltaRuleSequence> calls;
+  for (int64_t s = 0; s < sequences; ++s) {
+    calls.push_back({.tokens = tokens,
+                     .initial_state = states[s].data(),
+                     .final_state = kept ? finals[s].data() : states[s].data()});
   }
   std::vector<float> out(rows * kHeads * kDim);
   for (auto _ : state) {
-    RecurrentGatedDeltaRule(shape, q.data(), k.data(), v.data(), g.data(), beta.data(), in_place,
+    RecurrentGatedDeltaRule(shape, q.data(), k.data(), v.data(), g.data(), beta.data(), calls,
                             out.data());
     benchmark::DoNotOptimize(out.data());
   }
@@ -49,10 +53,12 @@ void DeltaRule(benchmark::State& state) {
       static_cast<double>(rows * kHeads), benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(DeltaRule)
-    ->ArgNames({"tokens", "sequences"})
-    ->Args({1, 16})   // a batched decode step
-    ->Args({16, 1})   // a verify block
-    ->Args({512, 1})  // a prefill chunk
+    ->ArgNames({"tokens", "sequences", "kept"})
+    ->Args({1, 16, 0})   // a batched decode step
+    ->Args({6, 16, 1})   // a batched verify step
+    ->Args({6, 16, 0})   // the same in place
+    ->Args({16, 1, 1})   // a verify block
+    ->Args({512, 1, 0})  // a prefill chunk
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
