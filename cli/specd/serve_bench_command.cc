@@ -206,7 +206,8 @@ struct SweepPoint {
   double tokens_per_s = 0;
   double tau = 0;  // tokens per drafted step; 0 without drafts
   double ttft_p50_ms = 0, ttft_p95_ms = 0;
-  double itl_p50_ms = 0, itl_p95_ms = 0;
+  double itl_p50_ms = 0, itl_p95_ms = 0;     // between streamed messages (a block's tokens: one)
+  double tpot_p50_ms = 0, tpot_p95_ms = 0;   // per request: after its first token, per token
   double target_batch = 0, draft_batch = 0;  // mean sequences per forward during the point
   double pool_peak = 0;                      // the most of the cache budget reserved at once
   int64_t errors = 0;
@@ -222,7 +223,7 @@ double MeanBatch(const engine::BatchingStats& before, const engine::BatchingStat
 SweepPoint RunSweepPoint(int port, const std::vector<v1::GenerateRequest>& requests,
                          uint32_t block_size, int64_t clients, const SweptPath& path,
                          const engine::CachePool& pool, PeakUse& peak) {
-  std::vector<std::vector<double>> first_token(clients), gaps(clients);
+  std::vector<std::vector<double>> first_token(clients), gaps(clients), per_token(clients);
   std::vector<int64_t> tokens(clients, 0), errors(clients, 0);
   std::vector<int64_t> drafts(clients, 0), accepted(clients, 0);
   const engine::BatchingStats target_before = path.target_batches();
@@ -245,6 +246,8 @@ SweepPoint RunSweepPoint(int port, const std::vector<v1::GenerateRequest>& reque
             stub->GenerateStream(&context, request);
         v1::GenerateStreamResponse message;
         bool first = true;
+        Clock::time_point first_at;
+        int64_t after_first = 0;     // tokens streamed after the first message
         v1::AcceptanceStats totals;  // cumulative: the last message's are the request's
         while (reader->Read(&message)) {
           totals = message.acceptance();
@@ -252,9 +255,18 @@ SweepPoint RunSweepPoint(int port, const std::vector<v1::GenerateRequest>& reque
           const Clock::time_point now = Clock::now();
           const double ms = base::Milliseconds(now - last);
           (first ? first_token[client] : gaps[client]).push_back(ms);
+          if (first) {
+            first_at = now;
+          } else {
+            after_first += message.token_ids_size();
+          }
           first = false;
           last = now;
           tokens[client] += message.token_ids_size();
+        }
+        if (after_first > 0) {
+          per_token[client].push_back(base::Milliseconds(last - first_at) /
+                                      static_cast<double>(after_first));
         }
         drafts[client] += totals.num_drafts();
         accepted[client] += totals.num_accepted_tokens();
@@ -264,7 +276,7 @@ SweepPoint RunSweepPoint(int port, const std::vector<v1::GenerateRequest>& reque
   }
   for (std::thread& thread : threads) thread.join();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  std::vector<double> ttft, itl;
+  std::vector<double> ttft, itl, tpot;
   SweepPoint point;
   int64_t total_tokens = 0, total_drafts = 0, total_accepted = 0;
   for (int64_t client = 0; client < clients; ++client) {
@@ -272,6 +284,7 @@ SweepPoint RunSweepPoint(int port, const std::vector<v1::GenerateRequest>& reque
     total_accepted += accepted[client];
     ttft.insert(ttft.end(), first_token[client].begin(), first_token[client].end());
     itl.insert(itl.end(), gaps[client].begin(), gaps[client].end());
+    tpot.insert(tpot.end(), per_token[client].begin(), per_token[client].end());
     total_tokens += tokens[client];
     point.errors += errors[client];
   }
@@ -283,6 +296,8 @@ SweepPoint RunSweepPoint(int port, const std::vector<v1::GenerateRequest>& reque
   point.ttft_p95_ms = Percentile(ttft, 0.95);
   point.itl_p50_ms = Percentile(itl, 0.5);
   point.itl_p95_ms = Percentile(itl, 0.95);
+  point.tpot_p50_ms = Percentile(tpot, 0.5);
+  point.tpot_p95_ms = Percentile(tpot, 0.95);
   point.target_batch = MeanBatch(target_before, path.target_batches());
   point.draft_batch = MeanBatch(draft_before, path.draft_batches());
   point.pool_peak =
@@ -446,9 +461,9 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
       static_cast<double>(cache_pool.use().capacity_bytes) / (1 << 20));
   std::printf(
       "| path | decoding | clients | tokens / s | × 1 client | τ | TTFT p50 (ms) | TTFT p95 (ms) | "
-      "ITL p50 (ms) | ITL p95 (ms) | mean batch (target / drafter) | cache pool (peak) | "
-      "errors |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "ITL p50 (ms) | ITL p95 (ms) | TPOT p50 (ms) | TPOT p95 (ms) | mean batch (target / "
+      "drafter) | cache pool (peak) | errors |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   const engine::InProcessPair& embedded = *pairs.front().second.in_process;
   const std::vector<SweptPath> swept = {
       {.name = "embedded",
@@ -473,12 +488,13 @@ absl::Status ServeBench(const ServeBenchFlags& flags) {
             RunSweepPoint(server->port, requests, block_size, clients, path, cache_pool, peak);
         if (clients == flags.concurrency.front()) single_stream[decoding] = point.tokens_per_s;
         std::printf(
-            "| %s | %s | %lld | %.1f | %.2f | %.2f | %.1f | %.1f | %.1f | %.1f | %.2f / %.2f | "
-            "%.1f%% | %lld |\n",
+            "| %s | %s | %lld | %.1f | %.2f | %.2f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | "
+            "%.2f / %.2f | %.1f%% | %lld |\n",
             path.name, decoding.c_str(), static_cast<long long>(clients), point.tokens_per_s,
             point.tokens_per_s / single_stream[decoding], point.tau, point.ttft_p50_ms,
-            point.ttft_p95_ms, point.itl_p50_ms, point.itl_p95_ms, point.target_batch,
-            point.draft_batch, 100 * point.pool_peak, static_cast<long long>(point.errors));
+            point.ttft_p95_ms, point.itl_p50_ms, point.itl_p95_ms, point.tpot_p50_ms,
+            point.tpot_p95_ms, point.target_batch, point.draft_batch, 100 * point.pool_peak,
+            static_cast<long long>(point.errors));
         std::fflush(stdout);
       }
     }
