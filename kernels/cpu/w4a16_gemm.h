@@ -1,7 +1,9 @@
 #pragma once
 // y = x · Wᵀ for an INT4 weight W that stays packed: each weight is dequantized in registers,
 // (q - zero_point) · scale, right before it is multiplied, so a call reads ½ byte per weight
-// instead of the 4 a float32 GEMM reads. Sized for decode and verify steps (M = 1…32 rows).
+// instead of the 4 a float32 GEMM reads. Decode and verify steps (M = 1…31 rows) dequantize in
+// the tile; from 32 rows (prefill chunks) the AVX-512 body dequantizes each weight once per call
+// into small panels and multiplies them at the FMA ports' rate.
 //
 // Weight layout: the compressed-tensors `pack-quantized` order, so a checkpoint's
 // `weight_packed` tensor is used as it lies in the file. Row n, column k is the nibble at bits

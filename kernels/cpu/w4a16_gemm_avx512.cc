@@ -6,6 +6,12 @@
 // A 64-bit broadcast puts word 2p in the even lanes and word 2p + 1 in the odd ones; lane i
 // shifts by 4·(i / 2), so it holds column 8·(i % 2) + i / 2 of its 16. Rather than shuffle the
 // weights, each call reorders x once to match (a cost of K per x row against N·K per call).
+//
+// From 16 x rows on (verify blocks, batches, prefill chunks) the product is bound by the FMA
+// ports, and dequantizing in the tile (a third of its vector ops) is what it does besides. There
+// each weight is dequantized once per call instead, 8 W rows at a time into a panel in column
+// order, and a register tile of 32 x rows (two vectors of x transposed, rows along the lanes) by
+// those 8 W rows takes per column two loads of x and eight broadcast weights into 16 FMAs.
 
 // GCC 12 flags the `_mm512_undefined_*` inside its own AVX-512 intrinsics as uninitialized when
 // they are inlined into target("avx512f") functions (GCC bug 105593, fixed in 13).
@@ -13,6 +19,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -78,10 +85,133 @@ SPECD_AVX512 void Tile(const float* x, const Int4Matrix& w, int64_t m0, int64_t 
   }
 }
 
+// A panel: kPanelRows W rows by up to kPanelColumns columns, dequantized (8 KiB, in L1); the
+// columns of x it meets, transposed, stay in L2 across the panels of every W row.
+constexpr int64_t kPanelRows = 8;
+constexpr int64_t kPanelColumns = 256;
+// x rows from which the panels pay: at 16 the tile has 8 sums in flight, too few to cover the
+// FMA latency, and the table-lookup tile above is faster.
+constexpr int64_t kPanelMinRows = 32;
+// x rows per tile: two vectors.
+constexpr int64_t kTileRows = 32;
+
+// x [rows, cols] as columns of `padded` rows (rows rounded up to 16, zeros past them).
+void TransposeRows(const float* x, int64_t rows, int64_t cols, int64_t padded, float* xt) {
+  for (int64_t m0 = 0; m0 < padded; m0 += 16) {
+    for (int64_t k = 0; k < cols; ++k) {
+      float* column = xt + k * padded + m0;
+      for (int64_t i = 0; i < 16; ++i) column[i] = m0 + i < rows ? x[(m0 + i) * cols + k] : 0.0f;
+    }
+  }
+}
+
+// Columns [k0, k0 + columns) of W rows [n0, n0 + count) dequantized in column order into panel
+// rows kPanelColumns apart; the panel's other rows (count < kPanelRows) are zeros.
+SPECD_AVX512 void DequantizePanel(const Int4Matrix& w, int64_t n0, int64_t count, int64_t k0,
+                                  int64_t columns, float* panel) {
+  const int64_t groups = w.cols / w.group_size;
+  const int64_t words_per_row = w.cols / 8;
+  // Lane i takes nibble i % 8 of word i / 8 of a pair: columns in order.
+  const __m512i nibble_shifts =
+      _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
+  const __m512 nibble_values = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (int64_t j = 0; j < kPanelRows; ++j) {
+    float* out = panel + j * kPanelColumns;
+    if (j >= count) {
+      std::memset(out, 0, columns * sizeof(float));
+      continue;
+    }
+    const int64_t n = n0 + j;
+    __m512 values = _mm512_setzero_ps();
+    int64_t group = -1;
+    for (int64_t k = k0; k < k0 + columns; k += 16) {
+      if (k / w.group_size != group) {
+        // The 16 weights a nibble can stand for in this group, as in the tile above.
+        group = k / w.group_size;
+        const int64_t at = n * groups + group;
+        const float zero = w.zero_points == nullptr ? 0.0f : w.zero_points[at];
+        values = _mm512_mul_ps(_mm512_sub_ps(nibble_values, _mm512_set1_ps(8.0f + zero)),
+                               _mm512_set1_ps(w.scales[at]));
+      }
+      const int32_t* words = w.packed + n * words_per_row + k / 8;
+      const __m512i pair = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(words[0])),
+                                              _mm256_set1_epi32(words[1]), 1);
+      _mm512_storeu_ps(out + (k - k0),
+                       _mm512_permutexvar_ps(_mm512_srlv_epi32(pair, nibble_shifts), values));
+    }
+  }
+}
+
+// Adds a panel's `columns` columns to the sums of x rows [m0, m0 + 16 · kVectors) against its W
+// rows: `sums` holds them as kPanelRows rows of kTileRows lanes (zero first: `first`).
+template <int kVectors>
+SPECD_AVX512 void PanelTile(const float* xt, int64_t padded, int64_t m0, const float* panel,
+                            int64_t columns, bool first, float* sums) {
+  __m512 acc[kPanelRows][kVectors];
+  for (int j = 0; j < kPanelRows; ++j) {
+    for (int v = 0; v < kVectors; ++v) {
+      acc[j][v] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(sums + j * kTileRows + 16 * v);
+    }
+  }
+#pragma GCC unroll 4
+  for (int64_t k = 0; k < columns; ++k) {
+    __m512 xs[kVectors];
+    for (int v = 0; v < kVectors; ++v) xs[v] = _mm512_loadu_ps(xt + k * padded + m0 + 16 * v);
+    for (int j = 0; j < kPanelRows; ++j) {
+      const __m512 weight = _mm512_set1_ps(panel[j * kPanelColumns + k]);
+      for (int v = 0; v < kVectors; ++v) acc[j][v] = _mm512_fmadd_ps(xs[v], weight, acc[j][v]);
+    }
+  }
+  for (int j = 0; j < kPanelRows; ++j) {
+    for (int v = 0; v < kVectors; ++v) {
+      _mm512_storeu_ps(sums + j * kTileRows + 16 * v, acc[j][v]);
+    }
+  }
+}
+
+SPECD_AVX512 void PanelGemm(const float* x, int64_t rows, const Int4Matrix& w, int64_t n_begin,
+                            int64_t n_end, float* y) {
+  const int64_t padded = (rows + 15) / 16 * 16;
+  const int64_t tiles = (padded + kTileRows - 1) / kTileRows;
+  const int64_t panels = (n_end - n_begin + kPanelRows - 1) / kPanelRows;
+  thread_local std::vector<float> xt, panel, sums;
+  xt.resize(padded * w.cols);
+  panel.resize(kPanelRows * kPanelColumns);
+  sums.resize(panels * tiles * kPanelRows * kTileRows);
+  TransposeRows(x, rows, w.cols, padded, xt.data());
+  for (int64_t k0 = 0; k0 < w.cols; k0 += kPanelColumns) {
+    const int64_t columns = std::min(kPanelColumns, w.cols - k0);
+    const float* xk = xt.data() + k0 * padded;
+    for (int64_t p = 0; p < panels; ++p) {
+      const int64_t n0 = n_begin + p * kPanelRows;
+      DequantizePanel(w, n0, std::min(kPanelRows, n_end - n0), k0, columns, panel.data());
+      for (int64_t t = 0; t < tiles; ++t) {
+        float* tile_sums = sums.data() + (p * tiles + t) * kPanelRows * kTileRows;
+        if (t * kTileRows + kTileRows <= padded) {
+          PanelTile<2>(xk, padded, t * kTileRows, panel.data(), columns, k0 == 0, tile_sums);
+        } else {
+          PanelTile<1>(xk, padded, t * kTileRows, panel.data(), columns, k0 == 0, tile_sums);
+        }
+      }
+    }
+  }
+  for (int64_t p = 0; p < panels; ++p) {
+    const int64_t n0 = n_begin + p * kPanelRows;
+    for (int64_t j = 0; j < std::min(kPanelRows, n_end - n0); ++j) {
+      for (int64_t m = 0; m < rows; ++m) {
+        const int64_t t = m / kTileRows;
+        y[m * w.rows + n0 + j] =
+            sums[((p * tiles + t) * kPanelRows + j) * kTileRows + m % kTileRows];
+      }
+    }
+  }
+}
+
 }  // namespace
 
 SPECD_AVX512 void W4A16GemmAvx512(const float* x, int64_t rows, const Int4Matrix& w,
                                   int64_t n_begin, int64_t n_end, float* y) {
+  if (rows >= kPanelMinRows) return PanelGemm(x, rows, w, n_begin, n_end, y);
   thread_local std::vector<float> interleaved;
   interleaved.resize(rows * w.cols);
   InterleaveColumns(x, rows, w.cols, interleaved.data());
