@@ -85,23 +85,26 @@ SPECD_AVX512 void Tile(const float* x, const Int4Matrix& w, int64_t m0, int64_t 
   }
 }
 
-// A panel: kPanelRows W rows by up to kPanelColumns columns, dequantized (8 KiB, in L1); the
-// columns of x it meets, transposed, stay in L2 across the panels of every W row.
+// Blocks as in BLIS: x rows in blocks of kBlockRows, their columns kPanelColumns at a time
+// transposed into a block (64 KiB, in L2) that every panel of the call's W rows meets; a panel is
+// kPanelRows W rows by those columns, dequantized (8 KiB, in L1); the block's sums over the
+// columns so far wait in L2 between column blocks.
 constexpr int64_t kPanelRows = 8;
 constexpr int64_t kPanelColumns = 256;
+constexpr int64_t kBlockRows = 64;
+// x rows per tile: two vectors.
+constexpr int64_t kTileRows = 32;
 // x rows from which the panels pay: at 16 the tile has 8 sums in flight, too few to cover the
 // FMA latency, and the table-lookup tile above is faster.
 constexpr int64_t kPanelMinRows = 32;
-// x rows per tile: two vectors.
-constexpr int64_t kTileRows = 32;
 
-// x [rows, cols] as columns of `padded` rows (rows rounded up to 16, zeros past them).
-void TransposeRows(const float* x, int64_t rows, int64_t cols, int64_t padded, float* xt) {
-  for (int64_t m0 = 0; m0 < padded; m0 += 16) {
-    for (int64_t k = 0; k < cols; ++k) {
-      float* column = xt + k * padded + m0;
-      for (int64_t i = 0; i < 16; ++i) column[i] = m0 + i < rows ? x[(m0 + i) * cols + k] : 0.0f;
-    }
+// Columns [k0, k0 + columns) of x rows [m0, m0 + count) as `columns` rows of `padded` floats
+// (count rounded up to 16, zeros past it).
+void TransposeBlock(const float* x, int64_t cols, int64_t m0, int64_t count, int64_t padded,
+                    int64_t k0, int64_t columns, float* block) {
+  for (int64_t i = 0; i < padded; ++i) {
+    const float* row = x + (m0 + i) * cols + k0;
+    for (int64_t k = 0; k < columns; ++k) block[k * padded + i] = i < count ? row[k] : 0.0f;
   }
 }
 
@@ -122,41 +125,52 @@ SPECD_AVX512 void DequantizePanel(const Int4Matrix& w, int64_t n0, int64_t count
       continue;
     }
     const int64_t n = n0 + j;
-    __m512 values = _mm512_setzero_ps();
-    int64_t group = -1;
-    for (int64_t k = k0; k < k0 + columns; k += 16) {
-      if (k / w.group_size != group) {
-        // The 16 weights a nibble can stand for in this group, as in the tile above.
-        group = k / w.group_size;
-        const int64_t at = n * groups + group;
-        const float zero = w.zero_points == nullptr ? 0.0f : w.zero_points[at];
-        values = _mm512_mul_ps(_mm512_sub_ps(nibble_values, _mm512_set1_ps(8.0f + zero)),
-                               _mm512_set1_ps(w.scales[at]));
+    for (int64_t group = k0 / w.group_size; group * w.group_size < k0 + columns; ++group) {
+      // The 16 weights a nibble can stand for in this group, as in the tile above.
+      const int64_t at = n * groups + group;
+      const float zero = w.zero_points == nullptr ? 0.0f : w.zero_points[at];
+      const __m512 values = _mm512_mul_ps(_mm512_sub_ps(nibble_values, _mm512_set1_ps(8.0f + zero)),
+                                          _mm512_set1_ps(w.scales[at]));
+      const int64_t end = std::min(k0 + columns, (group + 1) * w.group_size);
+      for (int64_t k = std::max(k0, group * w.group_size); k < end; k += 16) {
+        const int32_t* words = w.packed + n * words_per_row + k / 8;
+        const __m512i pair = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(words[0])),
+                                                _mm256_set1_epi32(words[1]), 1);
+        _mm512_storeu_ps(out + (k - k0),
+                         _mm512_permutexvar_ps(_mm512_srlv_epi32(pair, nibble_shifts), values));
       }
-      const int32_t* words = w.packed + n * words_per_row + k / 8;
-      const __m512i pair = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(words[0])),
-                                              _mm256_set1_epi32(words[1]), 1);
-      _mm512_storeu_ps(out + (k - k0),
-                       _mm512_permutexvar_ps(_mm512_srlv_epi32(pair, nibble_shifts), values));
     }
   }
 }
 
-// Adds a panel's `columns` columns to the sums of x rows [m0, m0 + 16 · kVectors) against its W
-// rows: `sums` holds them as kPanelRows rows of kTileRows lanes (zero first: `first`).
+// Where a tile's sums go: `sums` (kPanelRows rows of kTileRows lanes) between column blocks,
+// y after the last one.
+struct TileSums {
+  float* sums;
+  bool first;  // the first column block: the sums start from zero
+  bool last;   // the last: they go to y[m0 + i, n0 + j], i < rows, j < count
+  float* y;
+  int64_t y_stride;
+  int64_t rows;
+  int64_t count;
+};
+
+// Adds a panel's `columns` columns to the sums of 16 · kVectors x rows (from `block`, `padded`
+// rows per column) against its W rows.
 template <int kVectors>
-SPECD_AVX512 void PanelTile(const float* xt, int64_t padded, int64_t m0, const float* panel,
-                            int64_t columns, bool first, float* sums) {
+SPECD_AVX512 void PanelTile(const float* block, int64_t padded, const float* panel, int64_t columns,
+                            const TileSums& out) {
   __m512 acc[kPanelRows][kVectors];
   for (int j = 0; j < kPanelRows; ++j) {
     for (int v = 0; v < kVectors; ++v) {
-      acc[j][v] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(sums + j * kTileRows + 16 * v);
+      acc[j][v] =
+          out.first ? _mm512_setzero_ps() : _mm512_loadu_ps(out.sums + j * kTileRows + 16 * v);
     }
   }
 #pragma GCC unroll 4
   for (int64_t k = 0; k < columns; ++k) {
     __m512 xs[kVectors];
-    for (int v = 0; v < kVectors; ++v) xs[v] = _mm512_loadu_ps(xt + k * padded + m0 + 16 * v);
+    for (int v = 0; v < kVectors; ++v) xs[v] = _mm512_loadu_ps(block + k * padded + 16 * v);
     for (int j = 0; j < kPanelRows; ++j) {
       const __m512 weight = _mm512_set1_ps(panel[j * kPanelColumns + k]);
       for (int v = 0; v < kVectors; ++v) acc[j][v] = _mm512_fmadd_ps(xs[v], weight, acc[j][v]);
@@ -164,44 +178,51 @@ SPECD_AVX512 void PanelTile(const float* xt, int64_t padded, int64_t m0, const f
   }
   for (int j = 0; j < kPanelRows; ++j) {
     for (int v = 0; v < kVectors; ++v) {
-      _mm512_storeu_ps(sums + j * kTileRows + 16 * v, acc[j][v]);
+      _mm512_storeu_ps(out.sums + j * kTileRows + 16 * v, acc[j][v]);
     }
+  }
+  if (!out.last) return;
+  // Each x row's kPanelRows sums are consecutive in y.
+  for (int64_t i = 0; i < std::min<int64_t>(16 * kVectors, out.rows); ++i) {
+    for (int64_t j = 0; j < out.count; ++j)
+      out.y[i * out.y_stride + j] = out.sums[j * kTileRows + i];
   }
 }
 
 SPECD_AVX512 void PanelGemm(const float* x, int64_t rows, const Int4Matrix& w, int64_t n_begin,
                             int64_t n_end, float* y) {
-  const int64_t padded = (rows + 15) / 16 * 16;
-  const int64_t tiles = (padded + kTileRows - 1) / kTileRows;
   const int64_t panels = (n_end - n_begin + kPanelRows - 1) / kPanelRows;
-  thread_local std::vector<float> xt, panel, sums;
-  xt.resize(padded * w.cols);
+  const int64_t tiles_per_block = kBlockRows / kTileRows;
+  thread_local std::vector<float> block, panel, sums;
+  block.resize(kPanelColumns * kBlockRows);
   panel.resize(kPanelRows * kPanelColumns);
-  sums.resize(panels * tiles * kPanelRows * kTileRows);
-  TransposeRows(x, rows, w.cols, padded, xt.data());
-  for (int64_t k0 = 0; k0 < w.cols; k0 += kPanelColumns) {
-    const int64_t columns = std::min(kPanelColumns, w.cols - k0);
-    const float* xk = xt.data() + k0 * padded;
-    for (int64_t p = 0; p < panels; ++p) {
-      const int64_t n0 = n_begin + p * kPanelRows;
-      DequantizePanel(w, n0, std::min(kPanelRows, n_end - n0), k0, columns, panel.data());
-      for (int64_t t = 0; t < tiles; ++t) {
-        float* tile_sums = sums.data() + (p * tiles + t) * kPanelRows * kTileRows;
-        if (t * kTileRows + kTileRows <= padded) {
-          PanelTile<2>(xk, padded, t * kTileRows, panel.data(), columns, k0 == 0, tile_sums);
-        } else {
-          PanelTile<1>(xk, padded, t * kTileRows, panel.data(), columns, k0 == 0, tile_sums);
+  sums.resize(panels * tiles_per_block * kPanelRows * kTileRows);
+  for (int64_t m0 = 0; m0 < rows; m0 += kBlockRows) {
+    const int64_t count = std::min(kBlockRows, rows - m0);
+    const int64_t padded = (count + 15) / 16 * 16;
+    for (int64_t k0 = 0; k0 < w.cols; k0 += kPanelColumns) {
+      const int64_t columns = std::min(kPanelColumns, w.cols - k0);
+      TransposeBlock(x, w.cols, m0, count, padded, k0, columns, block.data());
+      for (int64_t p = 0; p < panels; ++p) {
+        const int64_t n0 = n_begin + p * kPanelRows;
+        const int64_t w_rows = std::min(kPanelRows, n_end - n0);
+        DequantizePanel(w, n0, w_rows, k0, columns, panel.data());
+        for (int64_t t = 0; t * kTileRows < padded; ++t) {
+          const int64_t tile_m = t * kTileRows;
+          const TileSums out{
+              .sums = sums.data() + (p * tiles_per_block + t) * kPanelRows * kTileRows,
+              .first = k0 == 0,
+              .last = k0 + columns == w.cols,
+              .y = y + (m0 + tile_m) * w.rows + n0,
+              .y_stride = w.rows,
+              .rows = count - tile_m,
+              .count = w_rows};
+          if (tile_m + kTileRows <= padded) {
+            PanelTile<2>(block.data() + tile_m, padded, panel.data(), columns, out);
+          } else {
+            PanelTile<1>(block.data() + tile_m, padded, panel.data(), columns, out);
+          }
         }
-      }
-    }
-  }
-  for (int64_t p = 0; p < panels; ++p) {
-    const int64_t n0 = n_begin + p * kPanelRows;
-    for (int64_t j = 0; j < std::min(kPanelRows, n_end - n0); ++j) {
-      for (int64_t m = 0; m < rows; ++m) {
-        const int64_t t = m / kTileRows;
-        y[m * w.rows + n0 + j] =
-            sums[((p * tiles + t) * kPanelRows + j) * kTileRows + m % kTileRows];
       }
     }
   }
