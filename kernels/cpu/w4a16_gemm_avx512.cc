@@ -104,8 +104,12 @@ constexpr int64_t kPanelMinRows = 32;
 void TransposeBlock(const float* x, int64_t cols, int64_t m0, int64_t count, int64_t padded,
                     int64_t k0, int64_t columns, float* block) {
   for (int64_t i = 0; i < padded; ++i) {
+    if (i >= count) {
+      for (int64_t k = 0; k < columns; ++k) block[k * padded + i] = 0.0f;
+      continue;
+    }
     const float* row = x + (m0 + i) * cols + k0;
-    for (int64_t k = 0; k < columns; ++k) block[k * padded + i] = i < count ? row[k] : 0.0f;
+    for (int64_t k = 0; k < columns; ++k) block[k * padded + i] = row[k];
   }
 }
 
