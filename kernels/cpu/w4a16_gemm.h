@@ -2,8 +2,11 @@
 // y = x · Wᵀ for an INT4 weight W that stays packed: each weight is dequantized in registers,
 // (q - zero_point) · scale, right before it is multiplied, so a call reads ½ byte per weight
 // instead of the 4 a float32 GEMM reads. Decode and verify steps (M = 1…31 rows) dequantize in
-// the tile; from 32 rows (prefill chunks) the AVX-512 body dequantizes each weight once per call
-// into small panels and multiplies them at the FMA ports' rate.
+// the tile; from 32 rows (prefill chunks) the AVX-512 body dequantizes each weight once per row
+// block into small panels and multiplies them at the FMA ports' rate. The two add a row's
+// products in different orders, so its last bits can differ between a call of fewer than 32 rows
+// and one of more (as a BLAS's do between shapes); within either, a row's result does not depend
+// on the other rows.
 //
 // Weight layout: the compressed-tensors `pack-quantized` order, so a checkpoint's
 // `weight_packed` tensor is used as it lies in the file. Row n, column k is the nibble at bits
