@@ -7,11 +7,11 @@
 // shifts by 4·(i / 2), so it holds column 8·(i % 2) + i / 2 of its 16. Rather than shuffle the
 // weights, each call reorders x once to match (a cost of K per x row against N·K per call).
 //
-// From 16 x rows on (verify blocks, batches, prefill chunks) the product is bound by the FMA
-// ports, and dequantizing in the tile (a third of its vector ops) is what it does besides. There
-// each weight is dequantized once per call instead, 8 W rows at a time into a panel in column
-// order, and a register tile of 32 x rows (two vectors of x transposed, rows along the lanes) by
-// those 8 W rows takes per column two loads of x and eight broadcast weights into 16 FMAs.
+// Many x rows (prefill chunks) make the product bound by the FMA ports, and dequantizing in the
+// tile (a third of its vector ops) is what it does besides. From 32 rows each weight is
+// dequantized once per block of x rows instead, 8 W rows at a time into a panel in column order,
+// and a register tile of 32 x rows (two vectors of x transposed, rows along the lanes) by those 8
+// W rows takes per column two loads of x and eight broadcast weights into 16 FMAs.
 
 // GCC 12 flags the `_mm512_undefined_*` inside its own AVX-512 intrinsics as uninitialized when
 // they are inlined into target("avx512f") functions (GCC bug 105593, fixed in 13).
@@ -39,6 +39,16 @@ SPECD_AVX512 void InterleaveColumns(const float* x, int64_t rows, int64_t cols, 
   }
 }
 
+// The 16 weights a nibble can stand for in group g of W row n, (nibble - 8 - zero) · scale, exact
+// up to the one rounding of the product, as in the reference.
+SPECD_AVX512 __m512 NibbleValues(const Int4Matrix& w, int64_t n, int64_t g) {
+  const __m512 nibbles = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const int64_t at = n * (w.cols / w.group_size) + g;
+  const float zero = w.zero_points == nullptr ? 0.0f : w.zero_points[at];
+  return _mm512_mul_ps(_mm512_sub_ps(nibbles, _mm512_set1_ps(8.0f + zero)),
+                       _mm512_set1_ps(w.scales[at]));
+}
+
 // y[m0 + i, n0 + j] for i < kM, j < kN, from x in interleaved lane order.
 template <int kM, int kN>
 SPECD_AVX512 void Tile(const float* x, const Int4Matrix& w, int64_t m0, int64_t n0, float* y) {
@@ -47,22 +57,14 @@ SPECD_AVX512 void Tile(const float* x, const Int4Matrix& w, int64_t m0, int64_t 
   const int64_t words_per_group = w.group_size / 8;
   const __m512i nibble_shifts =
       _mm512_setr_epi32(0, 0, 4, 4, 8, 8, 12, 12, 16, 16, 20, 20, 24, 24, 28, 28);
-  const __m512 nibble_values = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 
   __m512 acc[kM][kN];
   for (int i = 0; i < kM; ++i) {
     for (int j = 0; j < kN; ++j) acc[i][j] = _mm512_setzero_ps();
   }
   for (int64_t g = 0; g < groups; ++g) {
-    // The 16 weights a nibble can stand for in this group, (nibble - 8 - zero) · scale, exact
-    // up to the one rounding of the product, as in the reference.
     __m512 values[kN];
-    for (int j = 0; j < kN; ++j) {
-      const int64_t at = (n0 + j) * groups + g;
-      const float zero = w.zero_points == nullptr ? 0.0f : w.zero_points[at];
-      values[j] = _mm512_mul_ps(_mm512_sub_ps(nibble_values, _mm512_set1_ps(8.0f + zero)),
-                                _mm512_set1_ps(w.scales[at]));
-    }
+    for (int j = 0; j < kN; ++j) values[j] = NibbleValues(w, n0 + j, g);
     for (int64_t word = g * words_per_group; word < (g + 1) * words_per_group; word += 2) {
       __m512 weights[kN];
       for (int j = 0; j < kN; ++j) {
@@ -117,12 +119,10 @@ void TransposeBlock(const float* x, int64_t cols, int64_t m0, int64_t count, int
 // rows kPanelColumns apart; the panel's other rows (count < kPanelRows) are zeros.
 SPECD_AVX512 void DequantizePanel(const Int4Matrix& w, int64_t n0, int64_t count, int64_t k0,
                                   int64_t columns, float* panel) {
-  const int64_t groups = w.cols / w.group_size;
   const int64_t words_per_row = w.cols / 8;
   // Lane i takes nibble i % 8 of word i / 8 of a pair: columns in order.
   const __m512i nibble_shifts =
       _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
-  const __m512 nibble_values = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   for (int64_t j = 0; j < kPanelRows; ++j) {
     float* out = panel + j * kPanelColumns;
     if (j >= count) {
@@ -131,11 +131,7 @@ SPECD_AVX512 void DequantizePanel(const Int4Matrix& w, int64_t n0, int64_t count
     }
     const int64_t n = n0 + j;
     for (int64_t group = k0 / w.group_size; group * w.group_size < k0 + columns; ++group) {
-      // The 16 weights a nibble can stand for in this group, as in the tile above.
-      const int64_t at = n * groups + group;
-      const float zero = w.zero_points == nullptr ? 0.0f : w.zero_points[at];
-      const __m512 values = _mm512_mul_ps(_mm512_sub_ps(nibble_values, _mm512_set1_ps(8.0f + zero)),
-                                          _mm512_set1_ps(w.scales[at]));
+      const __m512 values = NibbleValues(w, n, group);
       const int64_t end = std::min(k0 + columns, (group + 1) * w.group_size);
       for (int64_t k = std::max(k0, group * w.group_size); k < end; k += 16) {
         const int32_t* words = w.packed + n * words_per_row + k / 8;
