@@ -155,7 +155,6 @@ absl::StatusOr<BatchedSeconds> TimeBatchedSteps(const model::Qwen35Model& target
     WaitFor(stepped->back().logits);
     return SecondsSince(start);
   };
-  BatchedSeconds medians;
   std::vector<double> decode, verify, rollback;
   for (int step = 0; step < kSteps; ++step) {
     absl::StatusOr<double> decoded = timed_batch(1, /*keep_for_rollback=*/false);
