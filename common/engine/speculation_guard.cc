@@ -167,7 +167,7 @@ int64_t SpeculationGuard::Request::Choose(int64_t room) {
     choice = StartBatchLook({.block_size = FirstLook(limit)});
   } else if (Stale(costs.DraftAge(batch_)) && Affords(prices->drafted)) {
     choice = StartBatchLook(prices->drafted);
-  } else if (Stale(costs.SingleAge(batch_))) {
+  } else if (Stale(costs.TargetOnlyAge(batch_))) {
     choice = StartBatchLook({.block_size = 1, .expected_speedup = prices->best.expected_speedup});
   } else if (const int64_t other = OtherDraftCount(limit, prices->drafted); other > 1) {
     choice = StartBatchLook({.block_size = other});

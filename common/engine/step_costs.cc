@@ -90,7 +90,7 @@ void StepCosts::RecordVerify(int64_t batch, int64_t own, int64_t forward_rows,
   bucket.verify.Add(static_cast<double>(rows), 0, ms, FadingPerSample(batch));
   if (rows == sequences) {
     bucket.target_only.Add(0, 0, ms, FadingPerSample(batch));
-    bucket.single_at_step = bucket.steps;
+    bucket.target_only_at_step = bucket.steps;
   }
 }
 
@@ -132,10 +132,10 @@ std::optional<int64_t> StepCosts::OnlyDraftCount(int64_t batch) const {
   return bucket->own_drafts;
 }
 
-std::optional<int64_t> StepCosts::SingleAge(int64_t batch) const {
+std::optional<int64_t> StepCosts::TargetOnlyAge(int64_t batch) const {
   const Bucket* bucket = Find(batch);
-  if (bucket == nullptr || !bucket->single_at_step.has_value()) return std::nullopt;
-  return static_cast<int64_t>(bucket->steps - *bucket->single_at_step);
+  if (bucket == nullptr || !bucket->target_only_at_step.has_value()) return std::nullopt;
+  return static_cast<int64_t>(bucket->steps - *bucket->target_only_at_step);
 }
 
 std::optional<int64_t> StepCosts::DraftAge(int64_t batch) const {

@@ -47,7 +47,7 @@ class StepCosts {
 
   // Steps (forwards, however many of their requests recorded them) at `batch` since a target-only
   // forward, or a drafting call, was recorded (nullopt: never).
-  std::optional<int64_t> SingleAge(int64_t batch) const;
+  std::optional<int64_t> TargetOnlyAge(int64_t batch) const;
   std::optional<int64_t> DraftAge(int64_t batch) const;
 
  private:
@@ -61,12 +61,12 @@ class StepCosts {
     double At(double at_x, double at_y) const;
   };
   struct Bucket {
-    Plane verify;                           // in rows (y unused)
-    Plane target_only;                      // its mean (x and y unused)
-    std::optional<double> single_at_step;   // the last target-only step
-    Plane drafting;                         // in a draft forward's rows and drafts
-    std::optional<double> drafted_at_step;  // the last step that drafted
-    std::optional<int64_t> own_drafts;      // what every call asked for, while all asked alike
+    Plane verify;                               // in rows (y unused)
+    Plane target_only;                          // its mean (x and y unused)
+    std::optional<double> target_only_at_step;  // the last target-only step
+    Plane drafting;                             // in a draft forward's rows and drafts
+    std::optional<double> drafted_at_step;      // the last step that drafted
+    std::optional<int64_t> own_drafts;          // what every call asked for, while all asked alike
     bool own_drafts_varied = false;
     double steps = 0;  // each sample a batch-th of one
   };

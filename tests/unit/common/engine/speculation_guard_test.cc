@@ -190,7 +190,7 @@ TEST(StepCostsTest, AForwardThatAlsoTookPrefillRowsIsPricedByThemNotByTheBlock) 
     costs.RecordVerify(2, 1, 402, 2, 210);  // beside a 400-row prefill chunk
   }
   EXPECT_NEAR(*costs.VerifyMs(2, 32), 25, 1e-6);
-  EXPECT_EQ(costs.SingleAge(2), 0);
+  EXPECT_EQ(costs.TargetOnlyAge(2), 0);
   EXPECT_FALSE(costs.DraftAge(2).has_value());
 }
 
@@ -205,7 +205,7 @@ TEST(StepCostsTest, PricesATargetOnlyForwardByItsOwnTimesNotByTheLineThroughBloc
   for (int i = 0; i < 64; ++i) costs.RecordVerify(16, 6, 96, 16, 410);
   EXPECT_GT(*costs.VerifyMs(16, 16), 100) << "the line through the blocks, this test's premise";
   EXPECT_DOUBLE_EQ(*costs.TargetOnlyMs(16), 70);
-  EXPECT_EQ(costs.SingleAge(16), 4);  // 64 samples of 16 requests' steps since
+  EXPECT_EQ(costs.TargetOnlyAge(16), 4);  // 64 samples of 16 requests' steps since
   // Forwards of blocks with as few rows as requests open are not target-only ones.
   costs.RecordVerify(16, 6, 12, 2, 40);
   EXPECT_DOUBLE_EQ(*costs.TargetOnlyMs(16), 70);
