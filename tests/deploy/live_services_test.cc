@@ -30,7 +30,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tests/support/free_port.h"
 #include "tests/support/paths.h"
 #include "tests/support/prometheus_server.h"
 #include "tests/support/server_process.h"
@@ -43,7 +42,6 @@ namespace specd {
 namespace {
 
 using ::specd::testing::FixtureDir;
-using ::specd::testing::FreePort;
 using ::specd::testing::ProcessResult;
 using ::specd::testing::PrometheusServer;
 using ::specd::testing::RunProcess;
@@ -150,8 +148,9 @@ std::map<std::string, Container> SpecdContainers(const std::string& manifests) {
 
 // Runs the rendered containers as processes: /models and the trainer's volume point at temporary
 // directories (the fixtures in place of the checkpoints), /etc/specd at the Secrets' files, each
-// process gets free ports in place of its Pod ports and its Secret-fed environment, and the
-// orchestrator resolves localhost in place of the pairs' Service.
+// process picks free ports in place of its Pod ports (the orchestrator is given those its pair
+// reported: start the pair first) and gets its Secret-fed environment, and the orchestrator
+// resolves localhost in place of the pairs' Service.
 class RenderedPods {
  public:
   RenderedPods(std::map<std::string, Container> containers, Secrets secrets)
@@ -169,7 +168,6 @@ class RenderedPods {
       }
     }
     for (const auto& [name, container] : containers_) {
-      ports_[name] = {FreePort(), FreePort()};
       for (const char* flag : {"--model", "--target", "--drafter"}) {
         const std::string dir = FlagValue(container.args, flag);
         if (dir.starts_with("/models/"))
@@ -187,12 +185,12 @@ class RenderedPods {
     std::vector<std::string> argv = {SPECD_BINARY};
     for (std::string arg : containers_.at(name).args) {
       const std::string flag = arg.substr(0, arg.find('='));
-      if (flag == "--port") arg = absl::StrCat(flag, "=", ports_[name].first);
-      if (flag == "--metrics-port") arg = absl::StrCat(flag, "=", ports_[name].second);
-      if (flag == "--http-port") arg = absl::StrCat(flag, "=", FreePort());
-      if (flag == "--verifier-port") arg = absl::StrCat(flag, "=", ports_["verifier"].first);
+      if (flag == "--port" || flag == "--metrics-port" || flag == "--http-port") {
+        arg = flag + "=0";
+      }
+      if (flag == "--verifier-port") arg = absl::StrCat(flag, "=", Started("verifier").port());
       if (flag == "--drafter-port" && !arg.ends_with("=0")) {
-        arg = absl::StrCat(flag, "=", ports_["drafter"].first);
+        arg = absl::StrCat(flag, "=", Started("drafter").port());
       }
       if (flag == "--pairs") arg = "--pairs=dns:localhost";
       argv.push_back(InPlace(arg));
@@ -207,17 +205,18 @@ class RenderedPods {
       variables.push_back(variable);
     }
     std::string error;
-    servers_.push_back(ServerProcess::Start(argv, error));
+    std::unique_ptr<ServerProcess>& server = servers_[name];
+    server = ServerProcess::Start(argv, error);
     for (const std::string& variable : variables) unsetenv(variable.c_str());
-    EXPECT_NE(servers_.back(), nullptr) << name << ": " << error;
-    return servers_.back().get();
+    EXPECT_NE(server, nullptr) << name << ": " << error;
+    return server.get();
   }
 
   // Runs container `name`'s probes as the kubelet would: its exec commands (specctl in place of
   // the image's), or a plain grpc health check; each one's result.
   std::vector<ProcessResult> Probe(const std::string& name) {
     const Container& container = containers_.at(name);
-    const std::string address = absl::StrCat("127.0.0.1:", ports_[name].first);
+    const std::string address = Started(name).address();
     std::vector<ProcessResult> results;
     if (container.probe_commands.empty()) {
       results.push_back(RunProcess({SPECCTL_BINARY, "--addr", address, "health"}));
@@ -242,6 +241,14 @@ class RenderedPods {
                               "=" + root_.string() + "/etc/specd/");
   }
 
+  const ServerProcess& Started(const std::string& name) const {
+    const auto server = servers_.find(name);
+    if (server == servers_.end() || server->second == nullptr) {
+      throw std::logic_error(name + " has not started");
+    }
+    return *server->second;
+  }
+
   // models/DIR: the target fixture (with the Qwen tokenizer, as a checkpoint ships it) or the
   // drafter fixture.
   void Checkpoint(const std::string& dir, bool target) {
@@ -262,8 +269,7 @@ class RenderedPods {
   const std::map<std::string, Container> containers_;
   const Secrets secrets_;
   const std::filesystem::path root_;
-  std::map<std::string, std::pair<int, int>> ports_;  // container → gRPC, metrics port
-  std::vector<std::unique_ptr<ServerProcess>> servers_;
+  std::map<std::string, std::unique_ptr<ServerProcess>> servers_;  // by container
 };
 
 // The checks every rendering gets: the manifests agree with themselves, their commands serve and
@@ -452,19 +458,16 @@ TEST(DeployQueriesTest, EveryPanelRuleAndAlertEvaluatesAgainstLiveServices) {
   ASSERT_FALSE(expressions.empty());
 
   // The serving pods: one pair, found by the orchestrator as on Kubernetes (dns:NAME).
-  const std::string verifier_port = std::to_string(FreePort());
-  const std::string drafter_port = std::to_string(FreePort());
   std::unique_ptr<ServerProcess> verifier =
-      Serve({"--role", "verifier", "--model", FixtureDir("qwen35-tiny-a").string(), "--port",
-             verifier_port});
+      Serve({"--role", "verifier", "--model", FixtureDir("qwen35-tiny-a").string(), "--port", "0"});
   std::unique_ptr<ServerProcess> drafter =
       Serve({"--role", "drafter", "--drafter", FixtureDir("dflash-tiny-a").string(), "--target",
-             FixtureDir("qwen35-tiny-a").string(), "--port", drafter_port});
+             FixtureDir("qwen35-tiny-a").string(), "--port", "0"});
   ASSERT_TRUE(verifier && drafter);
   std::unique_ptr<ServerProcess> orchestrator =
       Serve({"--role", "orchestrator", "--port", "0", "--pairs", "dns:localhost", "--verifier-port",
-             verifier_port, "--drafter-port", drafter_port, "--regime-medium-from", "16",
-             "--regime-long-from", "48"});
+             std::to_string(verifier->port()), "--drafter-port", std::to_string(drafter->port()),
+             "--regime-medium-from", "16", "--regime-long-from", "48"});
   ASSERT_NE(orchestrator, nullptr);
 
   // The trainer, with a job that fails and one cancelled once it has reported a loss.
