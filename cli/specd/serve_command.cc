@@ -94,7 +94,7 @@ struct ServeFlags {
   double pairs_refresh_s = 10;
   std::string tokenizer;
   std::string model_name = "specd";
-  int64_t max_running = 8;
+  int64_t max_running = 64;  // --max-batch's default: every running request in each forward
   int64_t max_waiting = 64;
   int64_t block_size = 0;
   bool speculation_guard = true;
@@ -752,7 +752,8 @@ void AddServeCommand(CLI::App& app) {
       ->capture_default_str();
   serve
       ->add_option("--max-running", flags->max_running,
-                   "orchestrator, all: requests generating at once")
+                   "orchestrator, all: requests generating at once (the cache memory budget "
+                   "admits them; the default, --max-batch's, lets all share each forward)")
       ->capture_default_str();
   serve
       ->add_option("--max-waiting", flags->max_waiting,

@@ -35,7 +35,7 @@ struct OrchestratorOptions {
   std::string target_model;          // where the checkpoints came from, for GetModelInfo
   std::string drafter_model;
   engine::RegimeThresholds regimes = {};
-  int64_t max_running = 8;   // requests generating at once
+  int64_t max_running = 64;  // requests generating at once
   int64_t max_waiting = 64;  // requests waiting for a slot; beyond: RESOURCE_EXHAUSTED
   int64_t max_stop_strings = 16;
   // Speculation a request gets when it asks for none: 0 = the drafter's trained block size.
