@@ -74,9 +74,12 @@ at::Tensor GatedDeltaNet::Forward(const at::Tensor& x, std::span<LayerCache* con
   const at::Tensor q = L2Normalised(heads_of(0, dims_.key_heads, dims_.key_dim)) /
                        std::sqrt(static_cast<double>(dims_.key_dim));
   const at::Tensor k = L2Normalised(heads_of(key_width, dims_.key_heads, dims_.key_dim));
+  const auto per_value_head = [&](const at::Tensor& t) {
+    return repeats == 1 ? t : t.repeat_interleave(repeats, 1);
+  };
   const DeltaRuleInputs inputs{
-      .q = q.repeat_interleave(repeats, 1),
-      .k = k.repeat_interleave(repeats, 1),
+      .q = per_value_head(q),
+      .k = per_value_head(k),
       .v = heads_of(2 * key_width, dims_.value_heads, dims_.value_dim),
       .g = -a_log_.exp() * at::softplus(in_proj_a_.Forward(x).to(at::kFloat) + dt_bias_),
       .beta = at::sigmoid(in_proj_b_.Forward(x).to(at::kFloat)),
