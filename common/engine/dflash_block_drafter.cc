@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/torch_errors.h"
+#include "common/model/ops/ops.h"
 
 namespace specd::engine {
 namespace {
@@ -84,7 +85,7 @@ struct MostLikely {
 
   static MostLikely Read(const at::Tensor& logits, bool with_confidence) {
     const int64_t rows = logits.size(0);
-    std::vector<at::Tensor> parts = {logits.argmax(-1).to(at::kDouble)};
+    std::vector<at::Tensor> parts = {model::ops::RowArgmax(logits).to(at::kDouble)};
     if (with_confidence) {
       // The probabilities (a softmax over the vocabulary per token) only when they are used.
       const auto [probability, token] = at::softmax(logits, -1).max(-1);

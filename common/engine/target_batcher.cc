@@ -8,6 +8,7 @@
 
 #include "common/base/clock.h"
 #include "common/base/torch_errors.h"
+#include "common/model/ops/ops.h"
 
 namespace specd::engine {
 
@@ -27,7 +28,7 @@ absl::Status ReadMostLikely(std::vector<model::ForwardOutput>& outputs) {
   return base::CatchTorchErrors("reading the most likely tokens", [&]() -> absl::Status {
     std::vector<at::Tensor> argmax;
     for (const model::ForwardOutput& output : outputs) {
-      if (output.logits.defined()) argmax.push_back(output.logits.argmax(-1));
+      if (output.logits.defined()) argmax.push_back(model::ops::RowArgmax(output.logits));
     }
     if (argmax.empty()) return absl::OkStatus();
     const at::Tensor host = at::cat(argmax).to(at::kCPU, at::kLong).contiguous();

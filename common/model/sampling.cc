@@ -6,6 +6,8 @@
 #include <limits>
 #include <vector>
 
+#include "common/model/ops/ops.h"
+
 namespace specd::model {
 namespace {
 
@@ -85,7 +87,7 @@ std::vector<int64_t> Sampler::GreedyTokens(const at::Tensor& logits,
   }
   at::Tensor best;
   if (!penalised) {
-    best = logits.argmax(-1);
+    best = ops::RowArgmax(logits);
   } else {
     std::vector<int64_t> seen(generated.begin(), generated.end());
     std::vector<at::Tensor> scores;
@@ -93,7 +95,7 @@ std::vector<int64_t> Sampler::GreedyTokens(const at::Tensor& logits,
       scores.push_back(PenalisedLogits(logits[i], prompt, seen));
       if (i < static_cast<int64_t>(continuation.size())) seen.push_back(continuation[i]);
     }
-    best = at::stack(scores).argmax(-1);
+    best = ops::RowArgmax(at::stack(scores));
   }
   const at::Tensor host = best.to(at::kCPU, at::kLong).contiguous();
   return {host.data_ptr<int64_t>(), host.data_ptr<int64_t>() + rows};

@@ -17,6 +17,7 @@
 #include "kernels/cpu/causal_conv1d.h"
 #include "kernels/cpu/dense_gemm.h"
 #include "kernels/cpu/gated_delta_rule.h"
+#include "kernels/cpu/row_argmax.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cpu/vnni_gemm.h"
 
@@ -129,6 +130,17 @@ at::Tensor Attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   return out;
 }
 
+// Rows of float32 entries in place (the logits a head wrote, or a view of some of their rows).
+at::Tensor RowArgmax(const at::Tensor& x) {
+  if (x.scalar_type() != at::kFloat || x.dim() != 2 || x.size(1) == 0 || x.stride(1) != 1) {
+    return ReferenceOps().row_argmax(x);
+  }
+  at::Tensor out = at::empty({x.size(0)}, x.options().dtype(at::kLong));
+  kernels::cpu::RowArgmax(x.data_ptr<float>(), x.size(0), x.size(1), x.stride(0),
+                          out.data_ptr<int64_t>());
+  return out;
+}
+
 // A state the kernels can read and write in place: float32, contiguous, no gradient.
 bool KernelsTakeState(const at::Tensor& state) {
   return KernelsTake({&state}) && state.is_contiguous();
@@ -235,6 +247,7 @@ const Backend& CpuBackend() {
                   &ChunkedGatedDeltaRuleOr<&kernels_cpu::SequenceDeltaRuleKernel>,
               .batched_gated_delta_rule = &kernels_cpu::BatchedDeltaRule,
               .attention = &kernels_cpu::Attention,
+              .row_argmax = &kernels_cpu::RowArgmax,
               .causal_conv1d = &kernels_cpu::CausalConv1d,
               .causal_conv1d_advance = &kernels_cpu::CausalConv1dAdvance}};
   return backend;

@@ -89,6 +89,8 @@ at::Tensor GatedRmsNorm(const at::Tensor& x, const at::Tensor& gate, const at::T
   return OpsFor(x.device().type()).gated_rms_norm(x, gate, weight, eps);
 }
 
+at::Tensor RowArgmax(const at::Tensor& x) { return OpsFor(x.device().type()).row_argmax(x); }
+
 at::Tensor Rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
   return OpsFor(x.device().type()).rotary(x, cos, sin);
 }

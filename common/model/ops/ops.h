@@ -123,6 +123,11 @@ at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps, No
 at::Tensor GatedRmsNorm(const at::Tensor& x, const at::Tensor& gate, const at::Tensor& weight,
                         double eps);
 
+// Each row's column of its largest entry, x [rows, n] float32 → [rows] int64 on x's device: the
+// tokens greedy decoding takes from logits. The first of equal entries wins, and a NaN (the first)
+// beats every number, as at::argmax.
+at::Tensor RowArgmax(const at::Tensor& x);
+
 // Rotary position embedding, rotate-half style, on the first rotary_dim dims of each head of
 // x [T, heads, head_dim]; cos, sin [T, rotary_dim] are the positions' angles (rotary_dim ≤
 // head_dim: the rest of each head passes through).

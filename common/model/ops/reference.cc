@@ -179,6 +179,8 @@ at::Tensor GatedRmsNorm(const at::Tensor& x, const at::Tensor& gate, const at::T
   return (normed * at::silu(gate.to(at::kFloat))).to(x.scalar_type());
 }
 
+at::Tensor RowArgmax(const at::Tensor& x) { return x.argmax(-1); }
+
 at::Tensor Rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
   const int64_t rotary_dim = cos.size(-1);
   const int64_t half = rotary_dim / 2;
@@ -271,6 +273,7 @@ const OpTable& ReferenceOps() {
                              .attention = &composition::Attention,
                              .rms_norm = &composition::RmsNorm,
                              .gated_rms_norm = &composition::GatedRmsNorm,
+                             .row_argmax = &composition::RowArgmax,
                              .rotary = &composition::Rotary,
                              .causal_conv1d = &composition::CausalConv1d,
                              .causal_conv1d_advance = &composition::CausalConv1dAdvance};

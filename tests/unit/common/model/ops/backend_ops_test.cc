@@ -7,6 +7,7 @@
 #include <ATen/Context.h>
 
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -467,6 +468,31 @@ TEST(BackendOpsTest, RmsNorms) {
                           ReferenceOps().gated_rms_norm(x, gate, weight, 1e-6), type.tolerance));
       }
     }
+  });
+}
+
+TEST(BackendOpsTest, RowArgmax) {
+  ForEachBackend(&OpTable::row_argmax, [&](const Backend& backend) {
+    // A decode step's and a batch's logits over Qwen3.5's vocabulary, a ragged width, and a
+    // block's rows as a view into a larger forward's.
+    for (const std::vector<int64_t>& shape :
+         std::vector<std::vector<int64_t>>{{1, 248320}, {16, 248320}, {7, 4099}, {1, 3}}) {
+      SCOPED_TRACE(::testing::Message() << shape[0] << " × " << shape[1]);
+      at::manual_seed(shape[1]);
+      const at::Tensor logits = at::randn(shape) * 8;
+      // Few distinct values: many rows tie, and the first of equals must win.
+      const at::Tensor tied = at::randint(0, 3, shape).to(at::kFloat);
+      for (const at::Tensor& x : {logits, tied}) {
+        EXPECT_TRUE(
+            at::equal(backend.ops.row_argmax(On(x, backend)).cpu(), ReferenceOps().row_argmax(x)));
+      }
+    }
+    at::Tensor forward = at::randn({12, 1000});
+    forward.index_put_({3, 10}, std::numeric_limits<float>::quiet_NaN());
+    forward.index_put_({3, 20}, std::numeric_limits<float>::infinity());
+    const at::Tensor block = forward.narrow(0, 2, 6);
+    EXPECT_TRUE(at::equal(backend.ops.row_argmax(On(block, backend)).cpu(),
+                          ReferenceOps().row_argmax(block)));
   });
 }
 
