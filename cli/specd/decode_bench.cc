@@ -3,6 +3,7 @@
 // bandwidth against a host copy measured in the same run, and the resident memory of its weights.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
 
 #include <algorithm>
 #include <chrono>
@@ -188,6 +189,8 @@ absl::Status BenchDecode(const DecodeBenchFlags& flags) {
   if (!footprint.ok()) return footprint.status();
   PrintResidentMemory(before_load, *footprint, target->options().dtype);
   const io::Qwen35TextConfig& config = target->config();
+  // Forwards as the served steps run them (engine::TargetBatcher): no autograd bookkeeping.
+  const c10::InferenceMode inference;
 
   std::mt19937_64 random(flags.seed);
   std::uniform_int_distribution<int64_t> token(0, config.vocab_size - 1);

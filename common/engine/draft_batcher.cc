@@ -1,5 +1,7 @@
 #include "common/engine/draft_batcher.h"
 
+#include <c10/core/InferenceMode.h>
+
 #include <optional>
 #include <utility>
 
@@ -35,6 +37,10 @@ absl::StatusOr<DraftProposal> DraftBatcher::Propose(const DraftCall& call, Draft
 }
 
 std::vector<bool> DraftBatcher::Step(std::span<DraftJob* const> batch) const {
+  // No autograd bookkeeping in a served forward (torch.inference_mode's): its ops dispatch
+  // faster and its views carry no history. The sessions' caches were made outside it; only steps
+  // like this one write them.
+  const c10::InferenceMode inference;
   std::vector<DraftCall> calls;
   calls.reserve(batch.size());
   DraftForward forward;

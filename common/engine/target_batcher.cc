@@ -1,6 +1,7 @@
 #include "common/engine/target_batcher.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
 
 #include <optional>
 #include <utility>
@@ -68,6 +69,10 @@ absl::StatusOr<TargetStep> TargetBatcher::Run(TargetSession& session) {
 }
 
 std::vector<bool> TargetBatcher::Step(std::span<TargetJob* const> batch) const {
+  // No autograd bookkeeping in a served forward (torch.inference_mode's): its ops dispatch
+  // faster and its views carry no history. The sessions' caches were made outside it; only steps
+  // like this one write them.
+  const c10::InferenceMode inference;
   std::vector<model::SequenceInput> inputs;
   inputs.reserve(batch.size());
   int64_t rows = 0;
