@@ -17,6 +17,7 @@
 #include "kernels/cpu/causal_conv1d.h"
 #include "kernels/cpu/dense_gemm.h"
 #include "kernels/cpu/gated_delta_rule.h"
+#include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/row_argmax.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cpu/vnni_gemm.h"
@@ -127,6 +128,34 @@ at::Tensor Attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   at::Tensor out = at::empty({shape.queries, shape.heads, shape.head_dim}, q.options());
   kernels::cpu::Attention(shape, qc.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),
                           ranges.data(), out.data_ptr<float>());
+  return out;
+}
+
+// Float32 rows, contiguous, against a float32 weight of the last dimension's size.
+bool NormKernelsTake(const at::Tensor& x, const at::Tensor& weight) {
+  return KernelsTake({&x, &weight}) && x.is_contiguous() && weight.is_contiguous() &&
+         weight.dim() == 1 && x.dim() >= 1 && weight.size(0) == x.size(-1) && x.size(-1) > 0;
+}
+
+at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps, NormWeight kind) {
+  if (!NormKernelsTake(x, weight)) return ReferenceOps().rms_norm(x, weight, eps, kind);
+  at::Tensor out = at::empty_like(x);
+  kernels::cpu::RmsNorm(x.data_ptr<float>(), x.numel() / x.size(-1), x.size(-1),
+                        weight.data_ptr<float>(), kind == NormWeight::kZeroCentred,
+                        static_cast<float>(eps), out.data_ptr<float>());
+  return out;
+}
+
+at::Tensor GatedRmsNorm(const at::Tensor& x, const at::Tensor& gate, const at::Tensor& weight,
+                        double eps) {
+  if (!NormKernelsTake(x, weight) || !KernelsTake({&gate}) || !gate.is_contiguous() ||
+      gate.sizes() != x.sizes()) {
+    return ReferenceOps().gated_rms_norm(x, gate, weight, eps);
+  }
+  at::Tensor out = at::empty_like(x);
+  kernels::cpu::GatedRmsNorm(x.data_ptr<float>(), gate.data_ptr<float>(), x.numel() / x.size(-1),
+                             x.size(-1), weight.data_ptr<float>(), static_cast<float>(eps),
+                             out.data_ptr<float>());
   return out;
 }
 
@@ -247,6 +276,8 @@ const Backend& CpuBackend() {
                   &ChunkedGatedDeltaRuleOr<&kernels_cpu::SequenceDeltaRuleKernel>,
               .batched_gated_delta_rule = &kernels_cpu::BatchedDeltaRule,
               .attention = &kernels_cpu::Attention,
+              .rms_norm = &kernels_cpu::RmsNorm,
+              .gated_rms_norm = &kernels_cpu::GatedRmsNorm,
               .row_argmax = &kernels_cpu::RowArgmax,
               .causal_conv1d = &kernels_cpu::CausalConv1d,
               .causal_conv1d_advance = &kernels_cpu::CausalConv1dAdvance}};

@@ -1,0 +1,95 @@
+#include "kernels/cpu/rms_norm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+
+namespace specd::kernels::cpu {
+namespace {
+
+// Rows per pool part: a part's rows are a few KiB at least, so a decode step's one row stays on
+// the calling thread.
+constexpr int64_t kMinPartFloats = 4096;
+
+// 1 / √(mean(x²) + eps) of a row, summed in 16 lanes (vectorised without reassociating floats).
+__attribute__((target_clones("avx512f", "avx2", "default"))) float InverseRms(const float* x,
+                                                                              int64_t dim,
+                                                                              float eps) {
+  float lanes[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= dim; i += 16) {
+    for (int lane = 0; lane < 16; ++lane) lanes[lane] += x[i + lane] * x[i + lane];
+  }
+  float sum = 0;
+  for (; i < dim; ++i) sum += x[i] * x[i];
+  for (const float lane : lanes) sum += lane;
+  return 1.0f / std::sqrt(sum / static_cast<float>(dim) + eps);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void ScaleRow(
+    const float* x, int64_t dim, float inverse_rms, const float* weight, float offset, float* out) {
+  for (int64_t i = 0; i < dim; ++i) out[i] = x[i] * inverse_rms * (weight[i] + offset);
+}
+
+// e^x to about a float's precision, in operations every vector unit has (so the loops below
+// vectorise, where a call to std::exp would not): x = n ln2 + r, e^r by Cephes' expf polynomial,
+// 2^n built in the exponent bits. x is clamped to where 2^n stays a normal float.
+inline float Exp(float x) {
+  x = std::clamp(x, -87.0f, 88.0f);
+  const float n = std::nearbyint(x * 1.44269504088896341f);
+  const float r = x - n * 0.693359375f + n * 2.12194440e-4f;  // ln 2 in two parts
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const auto bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return p * scale;
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void GateRow(
+    const float* x, const float* gate, int64_t dim, float inverse_rms, const float* weight,
+    float* out) {
+  for (int64_t i = 0; i < dim; ++i) {
+    const float g = gate[i];
+    out[i] = x[i] * inverse_rms * weight[i] * (g / (1.0f + Exp(-g)));  // · silu(g)
+  }
+}
+
+void ForRows(int64_t rows, int64_t dim, ThreadPool& pool, const std::function<void(int64_t)>& row) {
+  const int64_t rows_per_part = std::max<int64_t>(1, kMinPartFloats / std::max<int64_t>(dim, 1));
+  if (rows <= rows_per_part) {
+    for (int64_t r = 0; r < rows; ++r) row(r);
+    return;
+  }
+  pool.ParallelFor(rows, rows_per_part, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) row(r);
+  });
+}
+
+}  // namespace
+
+void RmsNorm(const float* x, int64_t rows, int64_t dim, const float* weight, bool zero_centred,
+             float eps, float* out, ThreadPool& pool) {
+  const float offset = zero_centred ? 1.0f : 0.0f;
+  ForRows(rows, dim, pool, [&](int64_t r) {
+    const float* row = x + r * dim;
+    ScaleRow(row, dim, InverseRms(row, dim, eps), weight, offset, out + r * dim);
+  });
+}
+
+void GatedRmsNorm(const float* x, const float* gate, int64_t rows, int64_t dim, const float* weight,
+                  float eps, float* out, ThreadPool& pool) {
+  ForRows(rows, dim, pool, [&](int64_t r) {
+    const float* row = x + r * dim;
+    GateRow(row, gate + r * dim, dim, InverseRms(row, dim, eps), weight, out + r * dim);
+  });
+}
+
+}  // namespace specd::kernels::cpu
