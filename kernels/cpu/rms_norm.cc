@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <functional>
+
+#include "kernels/cpu/vector_exp.h"
 
 namespace specd::kernels::cpu {
 namespace {
@@ -33,33 +34,10 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void ScaleRow(
   for (int64_t i = 0; i < dim; ++i) out[i] = x[i] * inverse_rms * (weight[i] + offset);
 }
 
-// e^x to about a float's precision, in operations every vector unit has (so the loops below
-// vectorise, where a call to std::exp would not): x = n ln2 + r, e^r by Cephes' expf polynomial,
-// 2^n built in the exponent bits. x is clamped to where 2^n stays a normal float.
-inline float Exp(float x) {
-  x = std::clamp(x, -87.0f, 88.0f);
-  const float n = std::nearbyint(x * 1.44269504088896341f);
-  const float r = x - n * 0.693359375f + n * 2.12194440e-4f;  // ln 2 in two parts
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const auto bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return p * scale;
-}
-
 __attribute__((target_clones("avx512f", "avx2", "default"))) void GateRow(
     const float* x, const float* gate, int64_t dim, float inverse_rms, const float* weight,
     float* out) {
-  for (int64_t i = 0; i < dim; ++i) {
-    const float g = gate[i];
-    out[i] = x[i] * inverse_rms * weight[i] * (g / (1.0f + Exp(-g)));  // · silu(g)
-  }
+  for (int64_t i = 0; i < dim; ++i) out[i] = x[i] * inverse_rms * weight[i] * VectorSilu(gate[i]);
 }
 
 void ForRows(int64_t rows, int64_t dim, ThreadPool& pool, const std::function<void(int64_t)>& row) {

@@ -19,6 +19,7 @@
 #include "kernels/cpu/gated_delta_rule.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/row_argmax.h"
+#include "kernels/cpu/silu_mul.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cpu/vnni_gemm.h"
 
@@ -159,6 +160,17 @@ at::Tensor GatedRmsNorm(const at::Tensor& x, const at::Tensor& gate, const at::T
   return out;
 }
 
+at::Tensor SiluMul(const at::Tensor& gate, const at::Tensor& up) {
+  if (!KernelsTake({&gate, &up}) || !gate.is_contiguous() || !up.is_contiguous() ||
+      gate.sizes() != up.sizes()) {
+    return ReferenceOps().silu_mul(gate, up);
+  }
+  at::Tensor out = at::empty_like(gate);
+  kernels::cpu::SiluMul(gate.data_ptr<float>(), up.data_ptr<float>(), gate.numel(),
+                        out.data_ptr<float>());
+  return out;
+}
+
 // Rows of float32 entries in place (the logits a head wrote, or a view of some of their rows).
 at::Tensor RowArgmax(const at::Tensor& x) {
   if (x.scalar_type() != at::kFloat || x.dim() != 2 || x.size(1) == 0 || x.stride(1) != 1) {
@@ -278,6 +290,7 @@ const Backend& CpuBackend() {
               .attention = &kernels_cpu::Attention,
               .rms_norm = &kernels_cpu::RmsNorm,
               .gated_rms_norm = &kernels_cpu::GatedRmsNorm,
+              .silu_mul = &kernels_cpu::SiluMul,
               .row_argmax = &kernels_cpu::RowArgmax,
               .causal_conv1d = &kernels_cpu::CausalConv1d,
               .causal_conv1d_advance = &kernels_cpu::CausalConv1dAdvance}};

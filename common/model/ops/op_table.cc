@@ -29,6 +29,7 @@ OpTable Merged(const OpTable& backend) {
   take(merged.attention, backend.attention);
   take(merged.rms_norm, backend.rms_norm);
   take(merged.gated_rms_norm, backend.gated_rms_norm);
+  take(merged.silu_mul, backend.silu_mul);
   take(merged.row_argmax, backend.row_argmax);
   take(merged.rotary, backend.rotary);
   take(merged.causal_conv1d, backend.causal_conv1d);

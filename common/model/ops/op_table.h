@@ -41,6 +41,7 @@ struct OpTable {
                          NormWeight kind) = nullptr;
   at::Tensor (*gated_rms_norm)(const at::Tensor& x, const at::Tensor& gate,
                                const at::Tensor& weight, double eps) = nullptr;
+  at::Tensor (*silu_mul)(const at::Tensor& gate, const at::Tensor& up) = nullptr;
   at::Tensor (*row_argmax)(const at::Tensor& x) = nullptr;
   at::Tensor (*rotary)(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) = nullptr;
   at::Tensor (*causal_conv1d)(const at::Tensor& x, const at::Tensor& weight,

@@ -89,6 +89,10 @@ at::Tensor GatedRmsNorm(const at::Tensor& x, const at::Tensor& gate, const at::T
   return OpsFor(x.device().type()).gated_rms_norm(x, gate, weight, eps);
 }
 
+at::Tensor SiluMul(const at::Tensor& gate, const at::Tensor& up) {
+  return OpsFor(gate.device().type()).silu_mul(gate, up);
+}
+
 at::Tensor RowArgmax(const at::Tensor& x) { return OpsFor(x.device().type()).row_argmax(x); }
 
 at::Tensor Rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {

@@ -123,6 +123,9 @@ at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps, No
 at::Tensor GatedRmsNorm(const at::Tensor& x, const at::Tensor& gate, const at::Tensor& weight,
                         double eps);
 
+// silu(gate) · up, elementwise: the SwiGLU MLP's activation; gate and up of one shape and dtype.
+at::Tensor SiluMul(const at::Tensor& gate, const at::Tensor& up);
+
 // Each row's column of its largest entry, x [rows, n] float32 → [rows] int64 on x's device: the
 // tokens greedy decoding takes from logits. The first of equal entries wins, and a NaN (the first)
 // beats every number, as at::argmax.

@@ -179,6 +179,8 @@ at::Tensor GatedRmsNorm(const at::Tensor& x, const at::Tensor& gate, const at::T
   return (normed * at::silu(gate.to(at::kFloat))).to(x.scalar_type());
 }
 
+at::Tensor SiluMul(const at::Tensor& gate, const at::Tensor& up) { return at::silu(gate) * up; }
+
 at::Tensor RowArgmax(const at::Tensor& x) { return x.argmax(-1); }
 
 at::Tensor Rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
@@ -273,6 +275,7 @@ const OpTable& ReferenceOps() {
                              .attention = &composition::Attention,
                              .rms_norm = &composition::RmsNorm,
                              .gated_rms_norm = &composition::GatedRmsNorm,
+                             .silu_mul = &composition::SiluMul,
                              .row_argmax = &composition::RowArgmax,
                              .rotary = &composition::Rotary,
                              .causal_conv1d = &composition::CausalConv1d,

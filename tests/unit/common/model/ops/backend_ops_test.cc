@@ -475,6 +475,24 @@ TEST(BackendOpsTest, RmsNorms) {
   });
 }
 
+TEST(BackendOpsTest, SiluMul) {
+  ForEachBackend(&OpTable::silu_mul, [&](const Backend& backend) {
+    // A decode step's and a chunk's MLP, a ragged length, gates past where silu saturates.
+    for (const auto& [shape, gate_scale] : std::vector<std::pair<std::vector<int64_t>, double>>{
+             {{1, kIntermediate}, 1}, {{64, kIntermediate}, 40}, {{3, 17}, 4}}) {
+      for (const ElementDtype& type : ElementDtypes(1e-5)) {
+        SCOPED_TRACE(::testing::Message()
+                     << shape[0] << " × " << shape[1] << " " << at::toString(type.dtype));
+        at::manual_seed(shape[1]);
+        const at::Tensor gate = (at::randn(shape) * gate_scale).to(type.dtype);
+        const at::Tensor up = at::randn(shape).to(type.dtype);
+        EXPECT_TRUE(Close(backend.ops.silu_mul(On(gate, backend), On(up, backend)),
+                          ReferenceOps().silu_mul(gate, up), type.tolerance));
+      }
+    }
+  });
+}
+
 TEST(BackendOpsTest, RowArgmax) {
   ForEachBackend(&OpTable::row_argmax, [&](const Backend& backend) {
     // A decode step's and a batch's logits over Qwen3.5's vocabulary, a ragged width, and a
