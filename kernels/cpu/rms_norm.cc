@@ -10,8 +10,8 @@
 namespace specd::kernels::cpu {
 namespace {
 
-// Rows per pool part: a part's rows are a few KiB at least, so a decode step's one row stays on
-// the calling thread.
+// A pool part's rows are a few KiB at least (ParallelFor runs fewer on the calling thread), so a
+// decode step's one row stays there.
 constexpr int64_t kMinPartFloats = 4096;
 
 // 1 / √(mean(x²) + eps) of a row, summed in 16 lanes (vectorised without reassociating floats).
@@ -42,10 +42,6 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void GateRow(
 
 void ForRows(int64_t rows, int64_t dim, ThreadPool& pool, const std::function<void(int64_t)>& row) {
   const int64_t rows_per_part = std::max<int64_t>(1, kMinPartFloats / std::max<int64_t>(dim, 1));
-  if (rows <= rows_per_part) {
-    for (int64_t r = 0; r < rows; ++r) row(r);
-    return;
-  }
   pool.ParallelFor(rows, rows_per_part, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) row(r);
   });
