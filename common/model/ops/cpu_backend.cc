@@ -19,6 +19,7 @@
 #include "kernels/cpu/gated_delta_rule.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/row_argmax.h"
+#include "kernels/cpu/sampling.h"
 #include "kernels/cpu/silu_mul.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cpu/vnni_gemm.h"
@@ -182,6 +183,30 @@ at::Tensor RowArgmax(const at::Tensor& x) {
   return out;
 }
 
+// A row of float32 scores, or of probabilities.
+bool KernelsTakeRow(const at::Tensor& row) {
+  return KernelsTake({&row}) && row.dim() == 1 && row.size(0) > 0;
+}
+
+at::Tensor TruncatedSoftmax(const at::Tensor& scores, const Truncation& truncation) {
+  if (!KernelsTakeRow(scores)) return ReferenceOps().truncated_softmax(scores, truncation);
+  const at::Tensor row = scores.contiguous();
+  at::Tensor out = at::empty_like(row);
+  kernels::cpu::TruncatedSoftmax(row.data_ptr<float>(), row.size(0),
+                                 {.temperature = static_cast<float>(truncation.temperature),
+                                  .top_k = truncation.top_k,
+                                  .top_p = static_cast<float>(truncation.top_p),
+                                  .min_p = static_cast<float>(truncation.min_p)},
+                                 out.data_ptr<float>());
+  return out;
+}
+
+int64_t InverseCdf(const at::Tensor& probabilities, double u) {
+  if (!KernelsTakeRow(probabilities)) return ReferenceOps().inverse_cdf(probabilities, u);
+  const at::Tensor row = probabilities.contiguous();
+  return kernels::cpu::InverseCdf(row.data_ptr<float>(), row.size(0), u);
+}
+
 // A state the kernels can read and write in place: float32, contiguous, no gradient.
 bool KernelsTakeState(const at::Tensor& state) {
   return KernelsTake({&state}) && state.is_contiguous();
@@ -292,6 +317,8 @@ const Backend& CpuBackend() {
               .gated_rms_norm = &kernels_cpu::GatedRmsNorm,
               .silu_mul = &kernels_cpu::SiluMul,
               .row_argmax = &kernels_cpu::RowArgmax,
+              .truncated_softmax = &kernels_cpu::TruncatedSoftmax,
+              .inverse_cdf = &kernels_cpu::InverseCdf,
               .causal_conv1d = &kernels_cpu::CausalConv1d,
               .causal_conv1d_advance = &kernels_cpu::CausalConv1dAdvance}};
   return backend;

@@ -31,6 +31,8 @@ OpTable Merged(const OpTable& backend) {
   take(merged.gated_rms_norm, backend.gated_rms_norm);
   take(merged.silu_mul, backend.silu_mul);
   take(merged.row_argmax, backend.row_argmax);
+  take(merged.truncated_softmax, backend.truncated_softmax);
+  take(merged.inverse_cdf, backend.inverse_cdf);
   take(merged.rotary, backend.rotary);
   take(merged.causal_conv1d, backend.causal_conv1d);
   take(merged.causal_conv1d_advance, backend.causal_conv1d_advance);

@@ -43,6 +43,8 @@ struct OpTable {
                                const at::Tensor& weight, double eps) = nullptr;
   at::Tensor (*silu_mul)(const at::Tensor& gate, const at::Tensor& up) = nullptr;
   at::Tensor (*row_argmax)(const at::Tensor& x) = nullptr;
+  at::Tensor (*truncated_softmax)(const at::Tensor& scores, const Truncation& truncation) = nullptr;
+  int64_t (*inverse_cdf)(const at::Tensor& probabilities, double u) = nullptr;
   at::Tensor (*rotary)(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) = nullptr;
   at::Tensor (*causal_conv1d)(const at::Tensor& x, const at::Tensor& weight,
                               const at::Tensor& state) = nullptr;

@@ -95,6 +95,14 @@ at::Tensor SiluMul(const at::Tensor& gate, const at::Tensor& up) {
 
 at::Tensor RowArgmax(const at::Tensor& x) { return OpsFor(x.device().type()).row_argmax(x); }
 
+at::Tensor TruncatedSoftmax(const at::Tensor& scores, const Truncation& truncation) {
+  return OpsFor(scores.device().type()).truncated_softmax(scores, truncation);
+}
+
+int64_t InverseCdf(const at::Tensor& probabilities, double u) {
+  return OpsFor(probabilities.device().type()).inverse_cdf(probabilities, u);
+}
+
 at::Tensor Rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
   return OpsFor(x.device().type()).rotary(x, cos, sin);
 }

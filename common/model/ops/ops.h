@@ -131,6 +131,23 @@ at::Tensor SiluMul(const at::Tensor& gate, const at::Tensor& up);
 // beats every number, as at::argmax.
 at::Tensor RowArgmax(const at::Tensor& x);
 
+// How sampling narrows a row's distribution, in this order: top-k, top-p, min-p.
+struct Truncation {
+  double temperature = 1;  // > 0
+  int64_t top_k = 0;       // the k largest scores, and every one equal to the k-th (0: all)
+  // The smallest set of the most likely tokens whose mass reaches top_p (1: all); among equal
+  // probabilities the lower index ranks first.
+  double top_p = 1;
+  double min_p = 0;  // those of at least min_p × the largest probability
+};
+// softmax(scores / temperature) over what `truncation` keeps, renormalised: scores [n] float32 →
+// [n] float32 on their device, the distribution a sampled token is drawn from. A score of −∞ gets
+// none of the mass.
+at::Tensor TruncatedSoftmax(const at::Tensor& scores, const Truncation& truncation);
+// The index a uniform u ∈ [0, 1) draws from probabilities [n] (summing to 1): the first whose
+// cumulative sum exceeds u, or the last with mass where rounding leaves u past them all.
+int64_t InverseCdf(const at::Tensor& probabilities, double u);
+
 // Rotary position embedding, rotate-half style, on the first rotary_dim dims of each head of
 // x [T, heads, head_dim]; cos, sin [T, rotary_dim] are the positions' angles (rotary_dim ≤
 // head_dim: the rest of each head passes through).

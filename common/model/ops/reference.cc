@@ -183,6 +183,37 @@ at::Tensor SiluMul(const at::Tensor& gate, const at::Tensor& up) { return at::si
 
 at::Tensor RowArgmax(const at::Tensor& x) { return x.argmax(-1); }
 
+// In double: float32's sum over a vocabulary is off by ~1e-5, enough to move a top-p cut.
+at::Tensor TruncatedSoftmax(const at::Tensor& scores, const Truncation& truncation) {
+  at::Tensor scaled = scores.to(at::kDouble) / truncation.temperature;
+  const int64_t n = scaled.size(0);
+  if (truncation.top_k > 0 && truncation.top_k < n) {
+    const at::Tensor kth =
+        std::get<0>(scaled.topk(truncation.top_k)).select(0, truncation.top_k - 1);
+    scaled.masked_fill_(scaled < kth, -std::numeric_limits<double>::infinity());
+  }
+  at::Tensor probs = at::softmax(scaled, 0);
+  if (truncation.top_p < 1) {
+    // Stable: equal probabilities keep their order, the lower index ranked first.
+    const auto [sorted, order] = probs.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true);
+    // A token stays while the tokens ranked above it hold less than top_p; the first always does.
+    const at::Tensor above = sorted.cumsum(0) - sorted;
+    probs.index_put_({order.masked_select(above >= truncation.top_p)}, 0.0);
+  }
+  if (truncation.min_p > 0) probs.masked_fill_(probs < probs.max() * truncation.min_p, 0.0);
+  return (probs / probs.sum()).to(at::kFloat);
+}
+
+int64_t InverseCdf(const at::Tensor& probabilities, double u) {
+  const at::Tensor cumulative = probabilities.to(at::kDouble).cumsum(0);  // as TruncatedSoftmax's
+  const at::Tensor at_u = at::full({1}, u, cumulative.options());
+  const int64_t index =
+      at::searchsorted(cumulative, at_u, /*out_int32=*/false, /*right=*/true).item<int64_t>();
+  if (index < cumulative.size(0)) return index;
+  const at::Tensor with_mass = (probabilities > 0).nonzero();
+  return with_mass.numel() == 0 ? 0 : with_mass.max().item<int64_t>();
+}
+
 at::Tensor Rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
   const int64_t rotary_dim = cos.size(-1);
   const int64_t half = rotary_dim / 2;
@@ -277,6 +308,8 @@ const OpTable& ReferenceOps() {
                              .gated_rms_norm = &composition::GatedRmsNorm,
                              .silu_mul = &composition::SiluMul,
                              .row_argmax = &composition::RowArgmax,
+                             .truncated_softmax = &composition::TruncatedSoftmax,
+                             .inverse_cdf = &composition::InverseCdf,
                              .rotary = &composition::Rotary,
                              .causal_conv1d = &composition::CausalConv1d,
                              .causal_conv1d_advance = &composition::CausalConv1dAdvance};

@@ -518,6 +518,48 @@ TEST(BackendOpsTest, RowArgmax) {
   });
 }
 
+TEST(BackendOpsTest, TruncatedSoftmax) {
+  ForEachBackend(&OpTable::truncated_softmax, [&](const Backend& backend) {
+    // Qwen3.5's vocabulary with the settings its model card recommends and a few more; a row of
+    // few distinct values, whose top-p cut falls among equal probabilities.
+    at::manual_seed(5);
+    at::Tensor logits = at::randn({248320}) * 4;
+    logits.narrow(0, 0, 100).fill_(-std::numeric_limits<float>::infinity());
+    const at::Tensor tied = at::randint(0, 3, {4099}).to(at::kFloat);
+    for (const at::Tensor& scores : {logits, tied}) {
+      for (const Truncation& truncation :
+           std::vector<Truncation>{{.temperature = 1},
+                                   {.temperature = 0.7, .top_k = 20, .top_p = 0.8},
+                                   {.temperature = 0.6, .top_k = 20, .top_p = 0.95},
+                                   {.temperature = 1, .top_p = 0.9},
+                                   {.temperature = 1.5, .top_k = 1000},
+                                   {.temperature = 1, .top_p = 0.5, .min_p = 0.1}}) {
+        SCOPED_TRACE(::testing::Message() << scores.size(0) << ": T " << truncation.temperature
+                                          << ", top-k " << truncation.top_k << ", top-p "
+                                          << truncation.top_p << ", min-p " << truncation.min_p);
+        const at::Tensor actual = backend.ops.truncated_softmax(On(scores, backend), truncation);
+        const at::Tensor expected = ReferenceOps().truncated_softmax(scores, truncation);
+        EXPECT_TRUE(Close(actual, expected, 1e-5));
+        EXPECT_TRUE(at::equal(actual.cpu() > 0, expected > 0));  // the same tokens kept
+      }
+    }
+  });
+}
+
+TEST(BackendOpsTest, InverseCdf) {
+  ForEachBackend(&OpTable::inverse_cdf, [&](const Backend& backend) {
+    at::manual_seed(6);
+    const at::Tensor p = at::softmax(at::randn({248320}) * 4, 0);
+    for (const double u : {0.0, 1e-9, 0.25, 0.5, 0.75, 0.999}) {
+      EXPECT_EQ(backend.ops.inverse_cdf(On(p, backend), u), ReferenceOps().inverse_cdf(p, u)) << u;
+    }
+    // u past the mass, as rounding may leave it: the last index with some.
+    const at::Tensor short_of_one = at::tensor({0.5f, 0.0f, 0.4f, 0.0f});
+    EXPECT_EQ(backend.ops.inverse_cdf(On(short_of_one, backend), 0.95), 2);
+    EXPECT_EQ(ReferenceOps().inverse_cdf(short_of_one, 0.95), 2);
+  });
+}
+
 TEST(BackendOpsTest, Rotary) {
   struct Shape {
     int64_t tokens, heads, head_dim, rotary_dim;
