@@ -80,8 +80,11 @@ struct ServeBenchFlags {
   int64_t max_batch = 64;         // sequences per forward (BatchingOptions::max_sequences)
   int64_t batch_delay_us = 2000;  // BatchingOptions::max_delay
   std::vector<std::string> sweep = {"embedded", "distributed"};
-  int64_t cache_memory = 0;           // bytes; 0: engine::DefaultCacheBudget()
-  int64_t force_tau = 0;              // 0: the drafter's own proposals
+  int64_t cache_memory = 0;  // bytes; 0: engine::DefaultCacheBudget()
+  int64_t force_tau = 0;     // 0: the drafter's own proposals
+  float temperature = 0;     // every request's sampling; 0: greedy
+  float top_p = 1;
+  int64_t top_k = 0;
   model::ModelOptions model_options;  // --device, --dtype, --int4-activations, --lm-head
 };
 
@@ -131,7 +134,10 @@ absl::StatusOr<std::vector<v1::GenerateRequest>> Requests(const ServeBenchFlags&
       user.set_content(conversation["messages"][0].value("content", ""));
       chat.set_enable_thinking(false);
     }
-    request.mutable_sampling()->set_temperature(0);
+    request.mutable_sampling()->set_temperature(flags.temperature);
+    request.mutable_sampling()->set_top_p(flags.top_p);
+    request.mutable_sampling()->set_top_k(static_cast<uint32_t>(flags.top_k));
+    request.mutable_sampling()->set_seed(&request - requests.data());
     request.mutable_sampling()->set_max_new_tokens(static_cast<uint32_t>(flags.new_tokens));
     request.mutable_sampling()->set_ignore_eos(true);
   }
@@ -533,6 +539,17 @@ void AddServeBench(CLI::App& bench) {
                    "Force every speculative block to accept this many tokens (the target's own "
                    "next token included), following each prompt's greedy target-only continuation")
       ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--temperature", flags->temperature,
+                   "every request's temperature, each seeded by its index (0: greedy)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  command->add_option("--top-p", flags->top_p, "every request's nucleus sampling threshold")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  command->add_option("--top-k", flags->top_k, "every request's top-k; 0 keeps all")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   command->add_option("--concurrency", flags->concurrency, "client counts of the sweep")
       ->delimiter(',');
   command->add_option("--sweep", flags->sweep, "paths the sweep runs: embedded, distributed")
