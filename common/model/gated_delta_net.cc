@@ -10,8 +10,14 @@
 namespace specd::model {
 namespace {
 
-at::Tensor L2Normalised(const at::Tensor& x) {
-  return x * at::rsqrt(x.square().sum(-1, /*keepdim=*/true) + 1e-6);
+// x / √(Σ x² + 1e-6) · scale over each head's dim, as an RMS norm: x / √(mean x² + 1e-6 / dim) ·
+// scale / √dim (one kernel where the composition took five ops).
+at::Tensor L2Normalised(const at::Tensor& heads, double scale) {
+  const int64_t dim = heads.size(-1);
+  const at::Tensor weight =
+      at::full({dim}, scale / std::sqrt(static_cast<double>(dim)), heads.options());
+  return ops::RmsNorm(heads.contiguous(), weight, 1e-6 / static_cast<double>(dim),
+                      ops::NormWeight::kPlain);
 }
 
 }  // namespace
@@ -64,16 +70,16 @@ at::Tensor GatedDeltaNet::Forward(const at::Tensor& x, std::span<LayerCache* con
     conv_parts.push_back(state_of(i).StartConv(sequence.length, sequence.keep_for_rollback));
   }
   const at::Tensor mixed =
-      at::silu(ops::CausalConv1dAdvance(conv_inputs, conv_weight_.squeeze(1), conv_parts));
+      ops::CausalConv1dAdvance(conv_inputs, conv_weight_.squeeze(1), conv_parts);  // silu'd
 
   // Each q/k head serves value_heads / key_heads consecutive value heads.
   const int64_t repeats = dims_.value_heads / dims_.key_heads;
   const auto heads_of = [&](int64_t offset, int64_t heads, int64_t dim) {
     return mixed.narrow(1, offset, heads * dim).view({rows, heads, dim}).to(at::kFloat);
   };
-  const at::Tensor q = L2Normalised(heads_of(0, dims_.key_heads, dims_.key_dim)) /
-                       std::sqrt(static_cast<double>(dims_.key_dim));
-  const at::Tensor k = L2Normalised(heads_of(key_width, dims_.key_heads, dims_.key_dim));
+  const at::Tensor q = L2Normalised(heads_of(0, dims_.key_heads, dims_.key_dim),
+                                    1 / std::sqrt(static_cast<double>(dims_.key_dim)));
+  const at::Tensor k = L2Normalised(heads_of(key_width, dims_.key_heads, dims_.key_dim), 1);
   const auto per_value_head = [&](const at::Tensor& t) {
     return repeats == 1 ? t : t.repeat_interleave(repeats, 1);
   };

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/cpu/vector_exp.h"
+
 namespace specd::kernels::cpu {
 namespace {
 
@@ -19,7 +21,7 @@ inline const float* InputRow(const float* x, const ConvSequence& sequence, int64
 // Channels [begin, end) of every sequence.
 __attribute__((target_clones("avx512f", "fma", "default"))) void RunChannels(
     const float* x, int64_t channels, const float* weight, int64_t kernel,
-    std::span<const ConvSequence> sequences, int64_t begin, int64_t end, float* out) {
+    std::span<const ConvSequence> sequences, int64_t begin, int64_t end, bool silu, float* out) {
   const int64_t width = end - begin;
   // Taps transposed to [kernel, width], so that the channel loop is unit-stride.
   thread_local std::vector<float> taps;
@@ -38,6 +40,9 @@ __attribute__((target_clones("avx512f", "fma", "default"))) void RunChannels(
         const float* tap = taps.data() + j * width;
         for (int64_t c = 0; c < width; ++c) o[c] += tap[c] * in[begin + c];
       }
+      if (silu) {
+        for (int64_t c = 0; c < width; ++c) o[c] = VectorSilu(o[c]);
+      }
     }
     if (sequence.next_state != nullptr) {
       // Row j of the next state is input row rows − K + 1 + j; in place, each row read is at or
@@ -55,12 +60,13 @@ __attribute__((target_clones("avx512f", "fma", "default"))) void RunChannels(
 }  // namespace
 
 void CausalConv1d(const float* x, int64_t channels, const float* weight, int64_t kernel,
-                  std::span<const ConvSequence> sequences, float* out, ThreadPool& pool) {
+                  std::span<const ConvSequence> sequences, bool silu, float* out,
+                  ThreadPool& pool) {
   const int64_t runs = (channels + kChannelRun - 1) / kChannelRun;
   pool.ParallelFor(runs, 1, [&](int64_t first, int64_t last) {
     for (int64_t run = first; run < last; ++run) {
       RunChannels(x, channels, weight, kernel, sequences, run * kChannelRun,
-                  std::min(channels, (run + 1) * kChannelRun), out);
+                  std::min(channels, (run + 1) * kChannelRun), silu, out);
     }
   });
 }

@@ -4,7 +4,8 @@
 //   out_t[c] = Σ_j w[c, j] · in_{t−K+1+j}[c],  in_{−K+1} … in_{−1} = the sequence's state.
 // Channels are independent, so the pool splits runs of channels, each over every sequence (its
 // taps transposed once), and each state can advance in the same pass (to the last K−1 rows of
-// [state ‖ x]).
+// [state ‖ x]). With `silu`, out is silu of the sum (the Gated DeltaNet's activation, in the same
+// pass).
 //
 // Row-major float32: x and out [rows, channels], a sequence's rows back to back after the
 // previous one's; weight [channels, kernel]; a state [kernel − 1, channels], oldest row first.
@@ -22,7 +23,7 @@ struct ConvSequence {
 };
 
 void CausalConv1d(const float* x, int64_t channels, const float* weight, int64_t kernel,
-                  std::span<const ConvSequence> sequences, float* out,
+                  std::span<const ConvSequence> sequences, bool silu, float* out,
                   ThreadPool& pool = ThreadPool::Shared());
 
 }  // namespace specd::kernels::cpu

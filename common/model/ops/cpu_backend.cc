@@ -262,28 +262,28 @@ at::Tensor BatchedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::
   return ReferenceOps().batched_gated_delta_rule(q, k, v, g, beta, sequences);
 }
 
-// The conv kernel over float32 inputs, each sequence's state advanced (`advance`) or left as it
-// was; nothing where it does not take them.
+// The conv kernel over float32 inputs, each sequence's state advanced and silu applied (the
+// Gated DeltaNet's step) or neither; nothing where it does not take them.
 std::optional<at::Tensor> ConvKernel(const at::Tensor& x, const at::Tensor& weight,
-                                     std::span<const ConvSequence> sequences, bool advance) {
+                                     std::span<const ConvSequence> sequences, bool step) {
   if (!KernelsTake({&x, &weight}) || !weight.is_contiguous()) return std::nullopt;
   std::vector<kernels::cpu::ConvSequence> states;
   for (const ConvSequence& sequence : sequences) {
     if (!KernelsTakeState(sequence.state)) return std::nullopt;
     float* state = sequence.state.data_ptr<float>();
     states.push_back(
-        {.rows = sequence.length, .state = state, .next_state = advance ? state : nullptr});
+        {.rows = sequence.length, .state = state, .next_state = step ? state : nullptr});
   }
   const at::Tensor input = x.contiguous();
   at::Tensor out = at::empty_like(input);
   kernels::cpu::CausalConv1d(input.data_ptr<float>(), x.size(1), weight.data_ptr<float>(),
-                             weight.size(1), states, out.data_ptr<float>());
+                             weight.size(1), states, /*silu=*/step, out.data_ptr<float>());
   return out;
 }
 
 at::Tensor CausalConv1d(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& state) {
   const ConvSequence sequence{.length = x.size(0), .state = state};
-  if (std::optional<at::Tensor> out = ConvKernel(x, weight, {&sequence, 1}, /*advance=*/false)) {
+  if (std::optional<at::Tensor> out = ConvKernel(x, weight, {&sequence, 1}, /*step=*/false)) {
     return *std::move(out);
   }
   return ReferenceOps().causal_conv1d(x, weight, state);
@@ -291,7 +291,7 @@ at::Tensor CausalConv1d(const at::Tensor& x, const at::Tensor& weight, const at:
 
 at::Tensor CausalConv1dAdvance(const at::Tensor& x, const at::Tensor& weight,
                                std::span<const ConvSequence> sequences) {
-  if (std::optional<at::Tensor> out = ConvKernel(x, weight, sequences, /*advance=*/true)) {
+  if (std::optional<at::Tensor> out = ConvKernel(x, weight, sequences, /*step=*/true)) {
     return *std::move(out);
   }
   return ReferenceOps().causal_conv1d_advance(x, weight, sequences);

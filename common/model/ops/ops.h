@@ -157,9 +157,10 @@ at::Tensor Rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& 
 // inputs before x from `state`. x [T, C]; weight [C, K]; state [K−1, C], the previous inputs
 // oldest first (not changed). Accumulates in float32; returns [T, C] in x's dtype.
 at::Tensor CausalConv1d(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& state);
-// CausalConv1d over several sequences in one call, each then advanced: sequence s takes `length`
-// consecutive rows of x (back to back, in order) from its state, which then becomes the last K−1
-// rows of [state ‖ its rows]. Returns [rows, C], as one CausalConv1d per sequence would.
+// The Gated DeltaNet's conv step: CausalConv1d over several sequences in one call, then silu (its
+// activation), each sequence then advanced: sequence s takes `length` consecutive rows of x (back
+// to back, in order) from its state, which then becomes the last K−1 rows of [state ‖ its rows].
+// Returns [rows, C], as silu of one CausalConv1d per sequence would.
 struct ConvSequence {
   int64_t length = 0;
   at::Tensor state;  // [K−1, C] in x's dtype, advanced in place

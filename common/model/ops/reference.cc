@@ -272,7 +272,7 @@ at::Tensor CausalConv1dAdvance(const at::Tensor& x, const at::Tensor& weight,
     sequence.state.copy_(window.narrow(0, window.size(0) - kept, kept));
     row += sequence.length;
   }
-  return outputs.size() == 1 ? outputs.front() : at::cat(outputs, 0);
+  return at::silu(outputs.size() == 1 ? outputs.front() : at::cat(outputs, 0));
 }
 
 }  // namespace composition
