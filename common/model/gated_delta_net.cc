@@ -10,13 +10,14 @@
 namespace specd::model {
 namespace {
 
-// x / √(Σ x² + 1e-6) · scale over each head's dim, as an RMS norm: x / √(mean x² + 1e-6 / dim) ·
-// scale / √dim (one kernel where the composition took five ops).
-at::Tensor L2Normalised(const at::Tensor& heads, double scale) {
-  const int64_t dim = heads.size(-1);
-  const at::Tensor weight =
-      at::full({dim}, scale / std::sqrt(static_cast<double>(dim)), heads.options());
-  return ops::RmsNorm(heads.contiguous(), weight, 1e-6 / static_cast<double>(dim),
+// x / √(Σ x² + 1e-6) · scale over each head's dim is an RMS norm: x / √(mean x² + 1e-6 / dim) ·
+// scale / √dim (one kernel where the composition took five ops), with this constant weight.
+at::Tensor L2NormWeight(int64_t dim, double scale, const at::TensorOptions& options) {
+  return at::full({dim}, scale / std::sqrt(static_cast<double>(dim)), options);
+}
+
+at::Tensor L2Normalised(const at::Tensor& heads, const at::Tensor& weight) {
+  return ops::RmsNorm(heads.contiguous(), weight, 1e-6 / static_cast<double>(heads.size(-1)),
                       ops::NormWeight::kPlain);
 }
 
@@ -41,6 +42,9 @@ GatedDeltaNet GatedDeltaNet::Load(WeightReader& reader, const io::Qwen35TextConf
       reader.Weight(prefix + "conv1d.weight", {dims.conv_channels(), 1, dims.conv_kernel});
   layer.a_log_ = reader.Float32(prefix + "A_log", {dims.value_heads});
   layer.dt_bias_ = reader.Float32(prefix + "dt_bias", {dims.value_heads});
+  layer.query_norm_weight_ = L2NormWeight(
+      dims.key_dim, 1 / std::sqrt(static_cast<double>(dims.key_dim)), layer.a_log_.options());
+  layer.key_norm_weight_ = L2NormWeight(dims.key_dim, 1, layer.a_log_.options());
   layer.norm_ =
       GatedRmsNorm(reader.Weight(prefix + "norm.weight", {dims.value_dim}), config.rms_norm_eps);
   layer.out_proj_ = reader.Projection(prefix + "out_proj", hidden, value_width);
@@ -77,9 +81,10 @@ at::Tensor GatedDeltaNet::Forward(const at::Tensor& x, std::span<LayerCache* con
   const auto heads_of = [&](int64_t offset, int64_t heads, int64_t dim) {
     return mixed.narrow(1, offset, heads * dim).view({rows, heads, dim}).to(at::kFloat);
   };
-  const at::Tensor q = L2Normalised(heads_of(0, dims_.key_heads, dims_.key_dim),
-                                    1 / std::sqrt(static_cast<double>(dims_.key_dim)));
-  const at::Tensor k = L2Normalised(heads_of(key_width, dims_.key_heads, dims_.key_dim), 1);
+  const at::Tensor q =
+      L2Normalised(heads_of(0, dims_.key_heads, dims_.key_dim), query_norm_weight_);
+  const at::Tensor k =
+      L2Normalised(heads_of(key_width, dims_.key_heads, dims_.key_dim), key_norm_weight_);
   const auto per_value_head = [&](const at::Tensor& t) {
     return repeats == 1 ? t : t.repeat_interleave(repeats, 1);
   };

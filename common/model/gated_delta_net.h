@@ -43,6 +43,9 @@ class GatedDeltaNet {
   at::Tensor conv_weight_;  // [conv_channels, 1, kernel]
   at::Tensor a_log_;        // log of the decay rate, float32 [value_heads]
   at::Tensor dt_bias_;      // float32 [value_heads]
+  // Constants: q's and k's L2 norms (q's with the 1/√key_dim of attention) as RMS norm weights.
+  at::Tensor query_norm_weight_;  // float32 [key_dim]
+  at::Tensor key_norm_weight_;    // float32 [key_dim]
   GatedRmsNorm norm_;
   Linear out_proj_;
 };

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "kernels/cpu/lane_fold.h"
 #include "kernels/cpu/vector_exp.h"
 
 namespace specd::kernels::cpu {
@@ -14,18 +15,11 @@ namespace {
 // decode step's one row stays there.
 constexpr int64_t kMinPartFloats = 4096;
 
-// 1 / √(mean(x²) + eps) of a row, summed in 16 lanes (vectorised without reassociating floats).
+// 1 / √(mean(x²) + eps) of a row.
 __attribute__((target_clones("avx512f", "avx2", "default"))) float InverseRms(const float* x,
                                                                               int64_t dim,
                                                                               float eps) {
-  float lanes[16] = {};
-  int64_t i = 0;
-  for (; i + 16 <= dim; i += 16) {
-    for (int lane = 0; lane < 16; ++lane) lanes[lane] += x[i + lane] * x[i + lane];
-  }
-  float sum = 0;
-  for (; i < dim; ++i) sum += x[i] * x[i];
-  for (const float lane : lanes) sum += lane;
+  const float sum = LaneSum(FoldLanes(x, dim, 0, [](float sum, float v) { return sum + v * v; }));
   return 1.0f / std::sqrt(sum / static_cast<float>(dim) + eps);
 }
 

@@ -12,6 +12,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu/lane_fold.h"
 #include "kernels/cpu/vector_exp.h"
 
 namespace specd::kernels::cpu {
@@ -19,30 +20,8 @@ namespace {
 
 #define SPECD_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
-constexpr int kLanes = 16;        // independent partial results: what a loop vectorises into
 constexpr int64_t kBlock = 1024;  // floats summed in lanes before the total goes on in double
 constexpr float kLowestExponent = -87.0f;  // VectorExp's floor: below it, the mass is 0
-
-// `fold` over x into kLanes partial results, lane l taking entries l, l + kLanes, … (the tail
-// lane 0): independent chains, which the loop vectorises into.
-template <typename Fold>
-[[gnu::always_inline]] inline std::array<float, kLanes> FoldLanes(const float* x, int64_t n,
-                                                                  float initial, const Fold& fold) {
-  std::array<float, kLanes> lanes;
-  lanes.fill(initial);
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) lanes[l] = fold(lanes[l], x[i + l]);
-  }
-  for (; i < n; ++i) lanes[0] = fold(lanes[0], x[i]);
-  return lanes;
-}
-
-float LaneSum(const std::array<float, kLanes>& lanes) {
-  float sum = 0;
-  for (const float lane : lanes) sum += lane;
-  return sum;
-}
 
 SPECD_VECTOR_CLONES float Max(const float* x, int64_t n) {
   const std::array<float, kLanes> lanes =
@@ -232,9 +211,9 @@ void TruncatedSoftmax(const float* scores, int64_t n, const Truncation& truncati
     std::erase_if(top_k, [&](int64_t i) { return scores[i] < floor; });
   }
   // The largest score's exponential is exactly 1: min-p's bar is min_p itself.
-  Exponentials(scores, n, largest, 1.0f / truncation.temperature, floor, out);
+  Exponentials(scores, n, largest, static_cast<float>(1 / truncation.temperature), floor, out);
   if (truncation.top_p < 1 || truncation.min_p > 0) {
-    float bar = truncation.min_p;
+    float bar = static_cast<float>(truncation.min_p);
     double target = 0;
     Cut cut;
     if (truncation.top_p < 1) {

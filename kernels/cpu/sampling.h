@@ -20,10 +20,10 @@
 namespace specd::kernels::cpu {
 
 struct Truncation {
-  float temperature = 1;  // > 0
+  double temperature = 1;  // > 0
   int64_t top_k = 0;
-  float top_p = 1;
-  float min_p = 0;
+  double top_p = 1;
+  double min_p = 0;
 };
 
 // scores, out [n] (n > 0); out may not be scores.

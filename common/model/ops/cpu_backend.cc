@@ -193,10 +193,10 @@ at::Tensor TruncatedSoftmax(const at::Tensor& scores, const Truncation& truncati
   const at::Tensor row = scores.contiguous();
   at::Tensor out = at::empty_like(row);
   kernels::cpu::TruncatedSoftmax(row.data_ptr<float>(), row.size(0),
-                                 {.temperature = static_cast<float>(truncation.temperature),
+                                 {.temperature = truncation.temperature,
                                   .top_k = truncation.top_k,
-                                  .top_p = static_cast<float>(truncation.top_p),
-                                  .min_p = static_cast<float>(truncation.min_p)},
+                                  .top_p = truncation.top_p,
+                                  .min_p = truncation.min_p},
                                  out.data_ptr<float>());
   return out;
 }
