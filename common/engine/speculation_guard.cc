@@ -165,7 +165,7 @@ int64_t SpeculationGuard::Request::Choose(int64_t room) {
     choice = explore({.block_size = std::min(limit, look.block_size)});
   } else if (!prices.has_value()) {
     choice = StartBatchLook({.block_size = FirstLook(limit)});
-  } else if (Stale(costs.DraftAge(batch_)) && Affords(prices->drafted)) {
+  } else if (Stale(costs.DraftAge(batch_)) && Affords(prices->drafted, batch_)) {
     choice = StartBatchLook(prices->drafted);
   } else if (Stale(costs.TargetOnlyAge(batch_))) {
     choice = StartBatchLook({.block_size = 1, .expected_speedup = prices->best.expected_speedup});
@@ -176,7 +176,7 @@ int64_t SpeculationGuard::Request::Choose(int64_t room) {
     if (choice.block_size > 1) {
       idle_steps_ = 0;
       probe_after_ = kFirstProbe;
-    } else if (++idle_steps_ >= probe_after_ && Affords(prices->drafted)) {
+    } else if (++idle_steps_ >= probe_after_ && Affords(prices->drafted, 1)) {
       // Its own odds may have changed while it was not looking: the cheapest look is the block
       // that would pay soonest.
       idle_steps_ = 0;
@@ -216,18 +216,23 @@ int64_t SpeculationGuard::Request::OtherDraftCount(int64_t limit,
   return block - 1 != *measured ? block : 1;
 }
 
-bool SpeculationGuard::Request::Affords(const GuardChoice& probe) const {
+bool SpeculationGuard::Request::Affords(const GuardChoice& look, int64_t takers) const {
   // Only called with prices, so with both lines measured.
   const StepCosts& costs = guard_->costs_;
-  const auto others = static_cast<double>(batch_ - 1);
-  const double target_only_ms = *costs.TargetOnlyMs(batch_);
-  // The look's time beyond that of the target-only steps whose tokens it is expected to emit.
-  // It drafts alone.
-  const double loss_ms = *costs.DraftMs(batch_, static_cast<double>(block_size_ + pending_rows_),
-                                        static_cast<double>(probe.block_size - 1)) +
-                         *costs.VerifyMs(batch_, others + static_cast<double>(probe.block_size)) -
-                         probe.expected_tokens * target_only_ms;
-  return idle_ms_ * kProbeShare >= loss_ms;
+  const auto batch = static_cast<double>(batch_);
+  const auto n = static_cast<double>(takers);
+  // One device runs the batch, so the look's step holds all of it up: its time beyond that of the
+  // target-only forwards that would emit its tokens (one per request, `expected_tokens` per
+  // taker), each taker drafting with as many rows to take in as this request.
+  const double tokens = batch - n + n * look.expected_tokens;
+  const double loss_ms =
+      *costs.DraftMs(batch_, n * static_cast<double>(block_size_ + pending_rows_),
+                     n * static_cast<double>(look.block_size - 1)) +
+      *costs.VerifyMs(batch_, batch - n + n * static_cast<double>(look.block_size)) -
+      tokens / batch * *costs.TargetOnlyMs(batch_);
+  // Its steps' time is the device's, shared by the batch: a request's own look is paid from its
+  // share, a batch look from all of it.
+  return idle_ms_ * kProbeShare * n / batch >= loss_ms;
 }
 
 void SpeculationGuard::Request::Record(const Drafts& drafts, const EmittedTokens& verified,

@@ -24,9 +24,11 @@
 // steps, so a drafter that becomes good again (the text turned repetitive) is taken back. Such a
 // look costs the drafter's catch-up — every row committed since the request last drafted, the
 // whole prompt the first time, which a model drafter projects — and its block, less the tokens it
-// is expected to gain; a request takes it only once it has spent 50 times that expected loss
-// without speculating, so looking at a drafter that never pays costs at most 2 %, and one that is
-// nearly worth it is looked at soon.
+// is expected to gain, in device time: one device runs the batch, so all of it waits. A request
+// takes its own look only once its share of the time it spent without speculating (its steps'
+// time over the batch size) is 50 times that loss, and the batch measures a stale draft cost again
+// only once all of that time is; so looking at a drafter that never pays costs at most 2 %, and
+// one that is nearly worth it is looked at soon.
 #include <array>
 #include <cstdint>
 #include <mutex>
@@ -98,8 +100,9 @@ class SpeculationGuard {
     // with the count is unknown), a block of at most `limit` asking for another: `drafted`, the
     // best priced, or half the drafts; 1 when there is none to ask. Under the lock.
     int64_t OtherDraftCount(int64_t limit, const GuardChoice& drafted) const;
-    // Whether the time it spent without speculating pays for a look at `probe`. Under the lock.
-    bool Affords(const GuardChoice& probe) const;
+    // Whether the time it spent without speculating pays for a look at `look` taken by `takers`
+    // of the batch's requests (1: itself; the batch: a batch look). Under the lock.
+    bool Affords(const GuardChoice& look, int64_t takers) const;
     // `look` as the whole batch's next step: this request's, then each other open request's.
     // Under the lock.
     GuardChoice StartBatchLook(GuardChoice look);
