@@ -169,7 +169,9 @@ int64_t SpeculationGuard::Request::Choose(int64_t room) {
     choice = StartBatchLook(prices->drafted);
   } else if (Stale(costs.TargetOnlyAge(batch_))) {
     choice = StartBatchLook({.block_size = 1, .expected_speedup = prices->best.expected_speedup});
-  } else if (const int64_t other = OtherDraftCount(limit, prices->drafted); other > 1) {
+  } else if (const int64_t other = OtherDraftCount(limit, prices->drafted);
+             other > 1 && Affords(prices->drafted, batch_)) {
+    // Priced as the best drafted block, which it is or is shorter than.
     choice = StartBatchLook({.block_size = other});
   } else {
     choice = prices->best;

@@ -16,19 +16,19 @@
 //
 // It explores what it cannot price yet, and what it has not measured for a while: a batch size's
 // first steps speculate (the block best priced at the batch size below, if any), verify a single
-// token and then draft another number of tokens (how a draft call's time grows with its drafts),
-// the first two again every kRefreshSteps steps at that batch size. Such a look is taken by the
-// whole batch, each open request's next step, as the price it measures assumes: one request's
-// single token beside the others' blocks measures a forward of their rows, not a target-only one.
-// A request that stopped speculating tries its best-priced block after 32, 64, 128, … of its
-// steps, so a drafter that becomes good again (the text turned repetitive) is taken back. Such a
-// look costs the drafter's catch-up — every row committed since the request last drafted, the
-// whole prompt the first time, which a model drafter projects — and its block, less the tokens it
-// is expected to gain, in device time: one device runs the batch, so all of it waits. A request
-// takes its own look only once its share of the time it spent without speculating (its steps'
-// time over the batch size) is 50 times that loss, and the batch measures a stale draft cost again
-// only once all of that time is; so looking at a drafter that never pays costs at most 2 %, and
-// one that is nearly worth it is looked at soon.
+// token and then draft another number of tokens (how a draft call's time grows with its drafts;
+// paid for as below), the first two again every kRefreshSteps steps at that batch size. Such a look
+// is taken by the whole batch, each open request's next step, as the price it measures assumes: one
+// request's single token beside the others' blocks measures a forward of their rows, not a
+// target-only one. A request that stopped speculating tries its best-priced block after 32, 64,
+// 128, … of its steps, so a drafter that becomes good again (the text turned repetitive) is taken
+// back. Such a look costs the drafter's catch-up — every row committed since the request last
+// drafted, the whole prompt the first time, which a model drafter projects — and its block, less
+// the tokens it is expected to gain, in device time: one device runs the batch, so all of it waits.
+// A request takes its own look only once its share of the time it spent without speculating (its
+// steps' time over the batch size) is 50 times that loss, and the batch measures a stale draft cost
+// again only once all of that time is; so looking at a drafter that never pays costs at most 2 %,
+// and one that is nearly worth it is looked at soon.
 #include <array>
 #include <cstdint>
 #include <mutex>
