@@ -19,8 +19,9 @@ using testing::AllClose;
 constexpr int64_t kPrompt = 100;
 constexpr int64_t kBlockLength = 16;
 // Both sides run the same chunked recurrence from the same state; only the projections' batch
-// shapes differ, so they agree to float32 rounding.
-constexpr double kTolerance = 1e-4;
+// shapes differ, so they agree to float32 rounding (as it accumulates over the layers: up to
+// 1.2e-4 on an AMD Zen 4, whose BLAS kernels round by batch shape differently from Intel's).
+constexpr double kTolerance = 2e-4;
 
 class RollbackTest : public ::testing::Test {
  protected:
