@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <span>
 #include <vector>
 
 #include "common/model/ops/ops.h"
@@ -19,6 +20,47 @@ at::Tensor L2NormWeight(int64_t dim, double scale, const at::TensorOptions& opti
 at::Tensor L2Normalised(const at::Tensor& heads, const at::Tensor& weight) {
   return ops::RmsNorm(heads.contiguous(), weight, 1e-6 / static_cast<double>(heads.size(-1)),
                       ops::NormWeight::kPlain);
+}
+
+// The pieces' rows back to back.
+DeltaRuleInputs Joined(std::span<const DeltaRuleInputs> pieces) {
+  const auto join = [&](at::Tensor DeltaRuleInputs::*member) {
+    std::vector<at::Tensor> parts;
+    for (const DeltaRuleInputs& piece : pieces) parts.push_back(piece.*member);
+    return at::cat(parts, 0);
+  };
+  return {join(&DeltaRuleInputs::q), join(&DeltaRuleInputs::k), join(&DeltaRuleInputs::v),
+          join(&DeltaRuleInputs::g), join(&DeltaRuleInputs::beta)};
+}
+
+// The recurrence over the batch's rows, each sequence's replayed rows (the accepted part of its
+// last verify block) run first in its part of the op; returns the output of the batch's rows.
+at::Tensor Recurrence(const DeltaRuleInputs& inputs, std::span<const SequenceRows> rows,
+                      const std::vector<GatedDeltaNetState::Recurrence>& parts) {
+  std::vector<ops::DeltaRuleSequence> sequences;
+  bool replays = false;
+  for (const GatedDeltaNetState::Recurrence& part : parts) {
+    sequences.push_back(part.sequence);
+    replays = replays || part.replay.has_value();
+  }
+  if (!replays) {
+    return ops::GatedDeltaRule(inputs.q, inputs.k, inputs.v, inputs.g, inputs.beta, sequences);
+  }
+  std::vector<DeltaRuleInputs> pieces;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i].replay.has_value()) pieces.push_back(*parts[i].replay);
+    pieces.push_back(inputs.Rows(rows[i].row, rows[i].length));
+  }
+  const DeltaRuleInputs joined = Joined(pieces);
+  const at::Tensor out =
+      ops::GatedDeltaRule(joined.q, joined.k, joined.v, joined.g, joined.beta, sequences);
+  std::vector<at::Tensor> own;
+  int64_t row = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    own.push_back(out.narrow(0, row + sequences[i].length - rows[i].length, rows[i].length));
+    row += sequences[i].length;
+  }
+  return own.size() == 1 ? own.front() : at::cat(own, 0);
 }
 
 }  // namespace
@@ -95,15 +137,14 @@ at::Tensor GatedDeltaNet::Forward(const at::Tensor& x, std::span<LayerCache* con
       .g = -a_log_.exp() * at::softplus(in_proj_a_.Forward(x).to(at::kFloat) + dt_bias_),
       .beta = at::sigmoid(in_proj_b_.Forward(x).to(at::kFloat)),
   };
-  std::vector<ops::DeltaRuleSequence> recurrence_parts;
+  std::vector<GatedDeltaNetState::Recurrence> recurrence_parts;
   for (size_t i = 0; i < caches.size(); ++i) {
     const SequenceRows& sequence = context.sequences[i];
     recurrence_parts.push_back(state_of(i).StartRecurrence(
         conv_inputs.narrow(0, sequence.row, sequence.length),
         inputs.Rows(sequence.row, sequence.length), sequence.keep_for_rollback));
   }
-  const at::Tensor core =
-      ops::GatedDeltaRule(inputs.q, inputs.k, inputs.v, inputs.g, inputs.beta, recurrence_parts);
+  const at::Tensor core = Recurrence(inputs, context.sequences, recurrence_parts);
 
   const at::Tensor z = in_proj_z_.Forward(x).view({rows, dims_.value_heads, dims_.value_dim});
   const at::Tensor gated = norm_.Forward(core.to(x.scalar_type()), z);

@@ -22,13 +22,16 @@ DeltaRuleInputs DeltaRuleInputs::Rows(int64_t first, int64_t count) const {
           g.narrow(0, first, count), beta.narrow(0, first, count)};
 }
 
+DeltaRuleInputs DeltaRuleInputs::Clone() const {
+  return {q.clone(), k.clone(), v.clone(), g.clone(), beta.clone()};
+}
+
 GatedDeltaNetState::GatedDeltaNetState(const GatedDeltaNetDims& dims, const ModelOptions& options) {
   const auto conv_options = at::TensorOptions().dtype(options.dtype).device(options.device);
-  const auto state_options = conv_options.dtype(at::kFloat);
   conv_ = at::zeros({dims.conv_kernel - 1, dims.conv_channels()}, conv_options);
-  block_start_conv_ = at::zeros_like(conv_);
-  recurrent_ = at::zeros({dims.value_heads, dims.key_dim, dims.value_dim}, state_options);
-  block_start_recurrent_ = at::zeros_like(recurrent_);
+  conv_before_block_ = at::zeros_like(conv_);
+  recurrent_ =
+      at::zeros({dims.value_heads, dims.key_dim, dims.value_dim}, conv_options.dtype(at::kFloat));
 }
 
 CacheFootprint GatedDeltaNetState::Footprint(const GatedDeltaNetDims& dims,
@@ -37,53 +40,56 @@ CacheFootprint GatedDeltaNetState::Footprint(const GatedDeltaNetDims& dims,
   const int64_t conv = (dims.conv_kernel - 1) * dims.conv_channels() * element;
   const int64_t recurrent =
       dims.value_heads * dims.key_dim * dims.value_dim * static_cast<int64_t>(sizeof(float));
-  // Each twice: the live state and the state before a pending block.
-  return {.fixed_bytes = 2 * (conv + recurrent), .bytes_per_token = 0};
+  // The conv window twice: the live one and the one before a pending block.
+  return {.fixed_bytes = 2 * conv + recurrent, .bytes_per_token = 0};
 }
 
 int64_t GatedDeltaNetState::bytes() const {
-  return static_cast<int64_t>(conv_.nbytes() + block_start_conv_.nbytes() + recurrent_.nbytes() +
-                              block_start_recurrent_.nbytes());
+  return static_cast<int64_t>(conv_.nbytes() + conv_before_block_.nbytes() + recurrent_.nbytes());
 }
 
 ops::ConvSequence GatedDeltaNetState::StartConv(int64_t tokens, bool keep_for_rollback) {
-  block_.reset();
-  if (keep_for_rollback) block_start_conv_.copy_(conv_);
+  if (keep_for_rollback) conv_before_block_.copy_(conv_);
   return {.length = tokens, .state = conv_};
 }
 
-ops::DeltaRuleSequence GatedDeltaNetState::StartRecurrence(const at::Tensor& conv_inputs,
-                                                           const DeltaRuleInputs& inputs,
-                                                           bool keep_for_rollback) {
-  if (keep_for_rollback) {
-    std::swap(block_start_recurrent_, recurrent_);  // the block writes into the other buffer
-    block_ = Block{conv_inputs, inputs};
+GatedDeltaNetState::Recurrence GatedDeltaNetState::StartRecurrence(const at::Tensor& conv_inputs,
+                                                                   const DeltaRuleInputs& inputs,
+                                                                   bool keep_for_rollback) {
+  if (block_.has_value()) {  // not rolled back: accepted whole
+    replay_ = std::move(block_->inputs);
+    block_.reset();
   }
-  const int64_t tokens = inputs.q.size(0);
-  // Decode takes the token-by-token form; anything longer (and every block, so that a rollback
-  // replays exactly the arithmetic a shorter block would have done) the chunked one.
-  return {.length = tokens,
-          .initial_state = keep_for_rollback ? block_start_recurrent_ : recurrent_,
-          .final_state = recurrent_,
-          .chunked = tokens > 1 || keep_for_rollback};
+  const int64_t replayed = replay_.has_value() ? replay_->q.size(0) : 0;
+  const int64_t tokens = replayed + inputs.q.size(0);
+  Recurrence recurrence{
+      .sequence =
+          {.length = tokens,
+           .initial_state = recurrent_,
+           .final_state = recurrent_,
+           // Decode takes the token-by-token form; anything longer (and every block, so
+           // that a replay makes the arithmetic a shorter block would have) the chunked one.
+           .chunked = tokens > 1 || keep_for_rollback,
+           .stored_length = keep_for_rollback ? replayed : tokens},
+      .replay = std::move(replay_)};
+  replay_.reset();
+  if (keep_for_rollback) block_ = Block{conv_inputs, inputs};
+  return recurrence;
 }
 
 void GatedDeltaNetState::RollbackBlock(int64_t accepted) {
   if (!block_.has_value()) return;
   const Block block = *std::move(block_);
   block_.reset();
-  if (accepted == block.conv_inputs.size(0)) return;
-  conv_.copy_(ConvStateAfter(block_start_conv_, block.conv_inputs.narrow(0, 0, accepted)));
-  if (accepted == 0) {
-    recurrent_.copy_(block_start_recurrent_);
-    return;
+  if (accepted < block.conv_inputs.size(0)) {
+    conv_.copy_(ConvStateAfter(conv_before_block_, block.conv_inputs.narrow(0, 0, accepted)));
   }
-  const auto& [q, k, v, g, beta] = block.inputs.Rows(0, accepted);
-  ops::ChunkedGatedDeltaRule(q, k, v, g, beta, block_start_recurrent_, recurrent_);
+  if (accepted > 0) replay_ = block.inputs.Rows(0, accepted).Clone();
 }
 
 void GatedDeltaNetState::Reset() {
   block_.reset();
+  replay_.reset();
   conv_.zero_();
   recurrent_.zero_();
 }

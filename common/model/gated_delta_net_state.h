@@ -1,10 +1,11 @@
 #pragma once
 // The constant-size memory of one Gated DeltaNet layer for one sequence: the last K−1 inputs of
 // its causal conv and the float32 recurrent state of every value head. Unlike a KV cache it
-// cannot be truncated, so a verify block keeps what it needs to return to any prefix of itself:
-// the state before the block (in a second, preallocated buffer; the block writes into the other
-// one, so this costs no copy) and the block's inputs to the recurrence. Rolling back replays the
-// recurrence alone over the accepted tokens; see common/model/README.md for the costs.
+// cannot be truncated, so a verify block leaves the recurrent state as it was and keeps its
+// inputs to the recurrence; rolling back keeps those of the accepted tokens, which the
+// sequence's next forward replays before its own in the same pass over the state (the conv's
+// small window is kept before the block and recomputed at once). See common/model/README.md for
+// the costs.
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -33,6 +34,8 @@ struct DeltaRuleInputs {
 
   // Tokens [first, first + count).
   DeltaRuleInputs Rows(int64_t first, int64_t count) const;
+  // In memory of their own.
+  DeltaRuleInputs Clone() const;
 };
 
 class GatedDeltaNetState {
@@ -44,18 +47,20 @@ class GatedDeltaNetState {
   // What this one holds.
   int64_t bytes() const;
 
-  // Previous conv inputs [K−1, conv_channels], oldest first.
-  const at::Tensor& conv() const { return conv_; }
-  // [value_heads, key_dim, value_dim] float32.
-  const at::Tensor& recurrent() const { return recurrent_; }
+  // This state's part of the recurrence op, and the rows it replays before the forward's own:
+  // the layer puts `replay`'s rows before this sequence's rows of the op's inputs.
+  struct Recurrence {
+    ops::DeltaRuleSequence sequence;
+    std::optional<DeltaRuleInputs> replay;
+  };
 
   // Feeding T tokens takes two ops, each of which the layer runs over its whole batch at once:
   // the conv over their `conv_inputs` [T, conv_channels], which become conv history, then the
   // recurrence over `inputs`. Each call returns this state's part of its op. With
   // `keep_for_rollback`, a later RollbackBlock can return to any prefix of these tokens.
   ops::ConvSequence StartConv(int64_t tokens, bool keep_for_rollback);
-  ops::DeltaRuleSequence StartRecurrence(const at::Tensor& conv_inputs,
-                                         const DeltaRuleInputs& inputs, bool keep_for_rollback);
+  Recurrence StartRecurrence(const at::Tensor& conv_inputs, const DeltaRuleInputs& inputs,
+                             bool keep_for_rollback);
 
   // Keeps only the first `accepted` tokens of the last ones fed (which were kept for rollback).
   void RollbackBlock(int64_t accepted);
@@ -69,11 +74,14 @@ class GatedDeltaNetState {
   };
 
   at::Tensor conv_;
+  at::Tensor conv_before_block_;
+  // The state after every token fed but those of `replay_`.
   at::Tensor recurrent_;
-  // The state before the pending block.
-  at::Tensor block_start_conv_;
-  at::Tensor block_start_recurrent_;
+  // The pending block, until it is rolled back or the next forward takes it whole.
   std::optional<Block> block_;
+  // Accepted tokens the recurrent state is not yet after (copies: the batch's inputs they came
+  // from are freed).
+  std::optional<DeltaRuleInputs> replay_;
 };
 
 }  // namespace specd::model

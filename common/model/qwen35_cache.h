@@ -26,8 +26,8 @@ class Qwen35Cache {
   int64_t pending_block_length() const { return pending_block_length_; }
 
   // Keeps the first `accepted` tokens of the pending block and forgets the rest, exactly as if
-  // only those had been fed: attention just gets shorter, DeltaNet states are recomputed from
-  // the state before the block.
+  // only those had been fed: attention just gets shorter, DeltaNet states keep the accepted
+  // tokens' inputs, which the next forward replays before its own.
   absl::Status Rollback(int64_t accepted);
 
   // Empty again, ready for a new request; nothing is reallocated.

@@ -74,19 +74,29 @@ __attribute__((always_inline)) inline void ColumnsStep(int64_t key_dim, int64_t 
   }
 }
 
+// Where head h's state goes: the first `stored` tokens advance `final_state`, the others a
+// scratch copy (a head's worth, of which a column block touches its own columns).
+struct HeadStates {
+  const float* initial;
+  float* final;
+  float* scratch;
+  int64_t stored;
+};
+
 // Columns [column, column + kCount · lanes) of head h over every token.
 template <typename Lanes, int kCount>
 __attribute__((always_inline)) inline void ColumnsOverTokens(const DeltaRuleShape& shape, int64_t h,
                                                              int64_t column, const float* q,
                                                              const float* k, const float* v,
                                                              const float* g, const float* beta,
-                                                             const float* initial_state,
-                                                             float* final_state, float* out) {
+                                                             const HeadStates& states, float* out) {
   const auto [tokens, heads, key_dim, value_dim] = shape;
-  const float* from = initial_state + h * key_dim * value_dim + column;
-  float* to = final_state + h * key_dim * value_dim + column;
+  const float* from = states.initial + h * key_dim * value_dim + column;
+  float* const stored = states.final + h * key_dim * value_dim + column;
+  float* const scratch = states.scratch + column;
   for (int64_t t = 0; t < tokens; ++t) {
     const int64_t at = t * heads + h;
+    float* to = t < states.stored ? stored : scratch;
     ColumnsStep<Lanes, kCount>(key_dim, value_dim, q + at * key_dim, k + at * key_dim,
                                v + at * value_dim + column, g[at], beta[at], from, to,
                                out + at * value_dim + column);
@@ -96,15 +106,13 @@ __attribute__((always_inline)) inline void ColumnsOverTokens(const DeltaRuleShap
 
 __attribute__((target_clones("avx512f", "fma", "default"))) void Head(
     const DeltaRuleShape& shape, int64_t h, const float* q, const float* k, const float* v,
-    const float* g, const float* beta, const float* initial_state, float* final_state, float* out) {
+    const float* g, const float* beta, const HeadStates& states, float* out) {
   int64_t column = 0;
   for (; column + kColumns <= shape.value_dim; column += kColumns) {
-    ColumnsOverTokens<Floats16, kColumns / 16>(shape, h, column, q, k, v, g, beta, initial_state,
-                                               final_state, out);
+    ColumnsOverTokens<Floats16, kColumns / 16>(shape, h, column, q, k, v, g, beta, states, out);
   }
   for (; column < shape.value_dim; ++column) {
-    ColumnsOverTokens<float, 1>(shape, h, column, q, k, v, g, beta, initial_state, final_state,
-                                out);
+    ColumnsOverTokens<float, 1>(shape, h, column, q, k, v, g, beta, states, out);
   }
 }
 
@@ -121,14 +129,20 @@ void RecurrentGatedDeltaRule(const DeltaRuleShape& shape, const float* q, const 
   const int64_t heads = shape.heads;
   pool.ParallelFor(
       static_cast<int64_t>(sequences.size()) * heads, 1, [&](int64_t first, int64_t last) {
+        thread_local std::vector<float> scratch;
         for (int64_t p = first; p < last; ++p) {
           const DeltaRuleSequence& sequence = sequences[p / heads];
           const int64_t t = first_token[p / heads];
           DeltaRuleShape own = shape;
           own.tokens = sequence.tokens;
+          scratch.resize(shape.key_dim * shape.value_dim);  // allocates once per thread
+          const HeadStates states{.initial = sequence.initial_state,
+                                  .final = sequence.final_state,
+                                  .scratch = scratch.data(),
+                                  .stored = sequence.stored_tokens};
           Head(own, p % heads, q + t * heads * shape.key_dim, k + t * heads * shape.key_dim,
-               v + t * heads * shape.value_dim, g + t * heads, beta + t * heads,
-               sequence.initial_state, sequence.final_state, out + t * heads * shape.value_dim);
+               v + t * heads * shape.value_dim, g + t * heads, beta + t * heads, states,
+               out + t * heads * shape.value_dim);
         }
       });
 }

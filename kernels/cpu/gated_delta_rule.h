@@ -27,9 +27,14 @@ struct DeltaRuleShape {
 
 struct DeltaRuleSequence {
   int64_t tokens = 0;
+  // How many of the tokens the state written to `final_state` is after, at most `tokens`. Fewer
+  // for a verify block, whose acceptance is not known yet: it stores the state after the accepted
+  // tokens of the last block that it replays first (none: nothing is written), and its own tokens
+  // run on a copy that stays in cache.
+  int64_t stored_tokens = 0;
   const float* initial_state = nullptr;
-  // The state after the last token: `initial_state` itself for an update in place (a separate
-  // one costs no copy: the first token reads one and writes the other).
+  // `initial_state` itself for an update in place (a separate one costs no copy: the first token
+  // reads one and writes the other).
   float* final_state = nullptr;
 };
 

@@ -25,10 +25,10 @@ std::vector<float> Random(int64_t size, float scale, uint32_t seed) {
 }
 
 // range(0) tokens per sequence, range(1) sequences in one call, each with its own state, advanced
-// in place or (range(2) = 1) into a second one, as a verify block kept for rollback is.
+// in place after the first range(2) tokens (the rest run on a copy in cache, as a verify block's
+// do while its acceptance is not known).
 void DeltaRule(benchmark::State& state) {
-  const int64_t tokens = state.range(0), sequences = state.range(1);
-  const bool kept = state.range(2) == 1;
+  const int64_t tokens = state.range(0), sequences = state.range(1), stored = state.range(2);
   const int64_t rows = tokens * sequences;
   const DeltaRuleShape shape{.tokens = rows, .heads = kHeads, .key_dim = kDim, .value_dim = kDim};
   const std::vector<float> q = Random(rows * kHeads * kDim, 0.01f, 1);
@@ -36,12 +36,12 @@ void DeltaRule(benchmark::State& state) {
   const std::vector<float> v = Random(rows * kHeads * kDim, 1.0f, 3);
   const std::vector<float> g(rows * kHeads, -0.1f), beta(rows * kHeads, 0.5f);
   std::vector<std::vector<float>> states(sequences, Random(kHeads * kDim * kDim, 0.1f, 4));
-  std::vector<std::vector<float>> finals(kept ? sequences : 0, states.front());
   std::vector<DeltaRuleSequence> calls;
   for (int64_t s = 0; s < sequences; ++s) {
     calls.push_back({.tokens = tokens,
+                     .stored_tokens = stored,
                      .initial_state = states[s].data(),
-                     .final_state = kept ? finals[s].data() : states[s].data()});
+                     .final_state = states[s].data()});
   }
   std::vector<float> out(rows * kHeads * kDim);
   for (auto _ : state) {
@@ -53,12 +53,15 @@ void DeltaRule(benchmark::State& state) {
       static_cast<double>(rows * kHeads), benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(DeltaRule)
-    ->ArgNames({"tokens", "sequences", "kept"})
-    ->Args({1, 16, 0})   // a batched decode step
-    ->Args({6, 16, 1})   // a batched verify step
-    ->Args({6, 16, 0})   // the same in place
-    ->Args({16, 1, 1})   // a verify block
-    ->Args({512, 1, 0})  // a prefill chunk
+    ->ArgNames({"tokens", "sequences", "stored"})
+    ->Args({1, 16, 1})     // a batched decode step
+    ->Args({4, 16, 4})     // the same after replaying 3 accepted tokens of a verify block
+    ->Args({6, 16, 0})     // a batched verify step
+    ->Args({9, 16, 3})     // the same after replaying 3 accepted tokens
+    ->Args({6, 16, 6})     // a verify step's tokens kept, in place
+    ->Args({3, 16, 3})     // 3 tokens in place: a replay on its own
+    ->Args({16, 1, 0})     // a verify block
+    ->Args({512, 1, 512})  // a prefill chunk
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -228,6 +228,7 @@ std::optional<at::Tensor> DeltaRuleKernel(const at::Tensor& q, const at::Tensor&
     }
     initial_states.push_back(sequence.initial_state.contiguous());
     states.push_back({.tokens = sequence.length,
+                      .stored_tokens = sequence.stored_length.value_or(sequence.length),
                       .initial_state = initial_states.back().data_ptr<float>(),
                       .final_state = sequence.final_state.data_ptr<float>()});
   }

@@ -9,6 +9,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <utility>
 
@@ -58,6 +59,11 @@ struct DeltaRuleSequence {
   at::Tensor initial_state;
   at::Tensor final_state;  // written; may be initial_state itself
   bool chunked = false;
+  // How many of the rows the state written to `final_state` is after: all of them where unset.
+  // Fewer for a verify block, whose acceptance is not known yet: it stores the state after the
+  // rows it replays first (the accepted part of the sequence's last block; none: nothing is
+  // written), and the state after its own rows is not kept.
+  std::optional<int64_t> stored_length = std::nullopt;
 };
 at::Tensor GatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                           const at::Tensor& g, const at::Tensor& beta,

@@ -246,14 +246,23 @@ at::Tensor BatchedGatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const
   std::vector<at::Tensor> outputs;
   int64_t row = 0;
   for (const DeltaRuleSequence& sequence : sequences) {
-    const auto rows = [&](const at::Tensor& t) { return t.narrow(0, row, sequence.length); };
+    // Rows [first, first + count) of this sequence from state `from` into `to`.
+    const auto run = [&](int64_t first, int64_t count, const at::Tensor& from, at::Tensor& to) {
+      const auto rows = [&](const at::Tensor& t) { return t.narrow(0, row + first, count); };
+      outputs.push_back(
+          sequence.chunked ? ops.chunked_gated_delta_rule(rows(q), rows(k), rows(v), rows(g),
+                                                          rows(beta), from, to, kDeltaRuleChunkSize)
+                           : ops.recurrent_gated_delta_rule(rows(q), rows(k), rows(v), rows(g),
+                                                            rows(beta), from, to));
+    };
+    const int64_t stored = sequence.stored_length.value_or(sequence.length);
     at::Tensor final_state = sequence.final_state;
-    outputs.push_back(
-        sequence.chunked
-            ? ops.chunked_gated_delta_rule(rows(q), rows(k), rows(v), rows(g), rows(beta),
-                                           sequence.initial_state, final_state, kDeltaRuleChunkSize)
-            : ops.recurrent_gated_delta_rule(rows(q), rows(k), rows(v), rows(g), rows(beta),
-                                             sequence.initial_state, final_state));
+    if (stored > 0) run(0, stored, sequence.initial_state, final_state);
+    if (stored < sequence.length) {
+      at::Tensor unkept = at::empty_like(final_state);
+      run(stored, sequence.length - stored, stored > 0 ? final_state : sequence.initial_state,
+          unkept);
+    }
     row += sequence.length;
   }
   return outputs.size() == 1 ? outputs.front() : at::cat(outputs, 0);

@@ -388,6 +388,59 @@ TEST(BackendOpsTest, BatchedGatedDeltaRule) {
   });
 }
 
+// A verify block whose acceptance is not known yet, after the rows of the last block it replays
+// first, in place: the state it leaves is after the replayed rows (or untouched, replaying
+// none), its output that of all its rows. Beside it in the call, a decode step in place.
+TEST(BackendOpsTest, AVerifyBlockStoresTheStateAfterTheRowsItReplaysFirst) {
+  constexpr int64_t kBlock = 6;
+  ForEachBackend(&OpTable::batched_gated_delta_rule, [&](const Backend& backend) {
+    for (const int64_t replayed : {0, 3}) {
+      SCOPED_TRACE(::testing::Message() << replayed << " rows replayed");
+      const int64_t length = replayed + kBlock;
+      const DeltaRuleInputs in = RandomDeltaRuleInputs(length + 1, kValueHeads, kDeltaHeadDim);
+      const auto rows = [](const at::Tensor& t, int64_t first, int64_t count) {
+        return t.narrow(0, first, count);
+      };
+      at::Tensor unkept = at::empty_like(in.state);
+      const at::Tensor expected_block = ReferenceOps().chunked_gated_delta_rule(
+          rows(in.q, 0, length), rows(in.k, 0, length), rows(in.v, 0, length),
+          rows(in.g, 0, length), rows(in.beta, 0, length), in.state, unkept, kDeltaRuleChunkSize);
+      at::Tensor expected_state = in.state.clone();
+      if (replayed > 0) {
+        ReferenceOps().chunked_gated_delta_rule(rows(in.q, 0, replayed), rows(in.k, 0, replayed),
+                                                rows(in.v, 0, replayed), rows(in.g, 0, replayed),
+                                                rows(in.beta, 0, replayed), in.state,
+                                                expected_state, kDeltaRuleChunkSize);
+      }
+      const at::Tensor decode_initial = at::randn_like(in.state);
+      at::Tensor expected_decode_state = at::empty_like(in.state);
+      const at::Tensor expected_decode = ReferenceOps().recurrent_gated_delta_rule(
+          rows(in.q, length, 1), rows(in.k, length, 1), rows(in.v, length, 1),
+          rows(in.g, length, 1), rows(in.beta, length, 1), decode_initial, expected_decode_state);
+
+      const at::Tensor block_state = On(in.state.clone(), backend);
+      const at::Tensor decode_state = On(decode_initial.clone(), backend);
+      const std::vector<DeltaRuleSequence> sequences = {
+          {.length = length,
+           .initial_state = block_state,
+           .final_state = block_state,
+           .chunked = true,
+           .stored_length = replayed},
+          {.length = 1, .initial_state = decode_state, .final_state = decode_state}};
+      const at::Tensor actual = backend.ops.batched_gated_delta_rule(
+          On(in.q, backend), On(in.k, backend), On(in.v, backend), On(in.g, backend),
+          On(in.beta, backend), sequences);
+      EXPECT_TRUE(Close(actual, at::cat({expected_block, expected_decode}, 0), 1e-4));
+      if (replayed == 0) {
+        EXPECT_TRUE(at::equal(block_state.cpu(), in.state)) << "nothing is written";
+      } else {
+        EXPECT_TRUE(Close(block_state, expected_state, 1e-4));
+      }
+      EXPECT_TRUE(Close(decode_state, expected_decode_state, 1e-5));
+    }
+  });
+}
+
 // Attention and the elementwise ops run in float32, and in bf16 (a GPU model's activations and
 // weights) against the reference run on the same bf16 values: either rounds a bf16 output to
 // within 2^-8 of a value.
