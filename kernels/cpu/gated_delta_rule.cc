@@ -35,43 +35,62 @@ __attribute__((always_inline)) inline void Store(float* p, const Lanes& x) {
 }
 
 // With d = exp(g) and the old state S, S' = d·S + k δᵀ where δ = β·(v − d·Sᵀk), and
-// o = S'ᵀq = d·Sᵀq + (kᵀq)·δ: one pass over S (`from`) gathers Sᵀk and Sᵀq, a second one writes
-// S' (`to`, which may be `from`: each element is read before it is written). Columns
-// [0, kCount · lanes) of v, out, from and to, as kCount of `Lanes` (float or Floats16); rows of the
-// state `row_stride` apart.
+// o = S'ᵀq = d·Sᵀq + (kᵀq)·δ. A token takes Sᵀk and Sᵀq (its sums), then writes S'; the pass
+// that writes S' also gathers the next token's sums from it, so the state is read once a token.
+// Columns [0, kCount · lanes) of v, out and the states, as kCount of `Lanes` (float or Floats16);
+// rows of the state `row_stride` apart.
 template <typename Lanes, int kCount>
-__attribute__((always_inline)) inline void ColumnsStep(int64_t key_dim, int64_t row_stride,
-                                                       const float* q, const float* k,
-                                                       const float* v, float g, float beta,
-                                                       const float* from, float* to, float* out) {
-  constexpr int64_t kLanes = sizeof(Lanes) / sizeof(float);
-  const float decay = std::exp(g);
+struct TokenSums {
+  Lanes remembered[kCount];  // Sᵀk
+  Lanes recalled[kCount];    // Sᵀq
   float kq = 0;
-  Lanes remembered[kCount], recalled[kCount];
-  for (int i = 0; i < kCount; ++i) remembered[i] = recalled[i] = Lanes{} * 0.0f;
+};
+
+// The sums of the token with keys k and queries q against the state at `from`.
+template <typename Lanes, int kCount>
+__attribute__((always_inline)) inline TokenSums<Lanes, kCount> Gather(
+    int64_t key_dim, int64_t row_stride, const float* q, const float* k, const float* from) {
+  constexpr int64_t kLanes = sizeof(Lanes) / sizeof(float);
+  TokenSums<Lanes, kCount> sums;
+  for (int i = 0; i < kCount; ++i) sums.remembered[i] = sums.recalled[i] = Lanes{} * 0.0f;
   for (int64_t row = 0; row < key_dim; ++row) {
     const float* s = from + row * row_stride;
 #pragma GCC unroll 8
     for (int i = 0; i < kCount; ++i) {
       const Lanes state = Load<Lanes>(s + i * kLanes);
-      remembered[i] += k[row] * state;
-      recalled[i] += q[row] * state;
+      sums.remembered[i] += k[row] * state;
+      sums.recalled[i] += q[row] * state;
     }
-    kq += k[row] * q[row];
+    sums.kq += k[row] * q[row];
   }
-  Lanes delta[kCount];
-  for (int i = 0; i < kCount; ++i) {
-    delta[i] = beta * (Load<Lanes>(v + i * kLanes) - decay * remembered[i]);
-    Store(out + i * kLanes, decay * recalled[i] + kq * delta[i]);
-  }
+  return sums;
+}
+
+// Writes S' = decay·S + k δᵀ from `from` to `to` (which may be `from`: each element is read
+// before it is written) and, with kGatherNext, returns the sums of the token with keys next_k
+// and queries next_q against S', in the same order as Gather's.
+template <typename Lanes, int kCount, bool kGatherNext>
+__attribute__((always_inline)) inline TokenSums<Lanes, kCount> Advance(
+    int64_t key_dim, int64_t row_stride, const float* k, float decay, const Lanes* delta,
+    const float* from, float* to, const float* next_q, const float* next_k) {
+  constexpr int64_t kLanes = sizeof(Lanes) / sizeof(float);
+  TokenSums<Lanes, kCount> next;
+  for (int i = 0; i < kCount; ++i) next.remembered[i] = next.recalled[i] = Lanes{} * 0.0f;
   for (int64_t row = 0; row < key_dim; ++row) {
     const float* s = from + row * row_stride;
     float* s_next = to + row * row_stride;
 #pragma GCC unroll 8
     for (int i = 0; i < kCount; ++i) {
-      Store(s_next + i * kLanes, decay * Load<Lanes>(s + i * kLanes) + k[row] * delta[i]);
+      const Lanes state = decay * Load<Lanes>(s + i * kLanes) + k[row] * delta[i];
+      Store(s_next + i * kLanes, state);
+      if constexpr (kGatherNext) {
+        next.remembered[i] += next_k[row] * state;
+        next.recalled[i] += next_q[row] * state;
+      }
     }
+    if constexpr (kGatherNext) next.kq += next_k[row] * next_q[row];
   }
+  return next;
 }
 
 // Where head h's state goes: the first `stored` tokens advance `final_state`, the others a
@@ -91,15 +110,33 @@ __attribute__((always_inline)) inline void ColumnsOverTokens(const DeltaRuleShap
                                                              const float* g, const float* beta,
                                                              const HeadStates& states, float* out) {
   const auto [tokens, heads, key_dim, value_dim] = shape;
+  constexpr int64_t kLanes = sizeof(Lanes) / sizeof(float);
   const float* from = states.initial + h * key_dim * value_dim + column;
   float* const stored = states.final + h * key_dim * value_dim + column;
   float* const scratch = states.scratch + column;
+  if (tokens == 0) return;
+  TokenSums<Lanes, kCount> sums =
+      Gather<Lanes, kCount>(key_dim, value_dim, q + h * key_dim, k + h * key_dim, from);
   for (int64_t t = 0; t < tokens; ++t) {
     const int64_t at = t * heads + h;
+    const float decay = std::exp(g[at]);
+    Lanes delta[kCount];
+    for (int i = 0; i < kCount; ++i) {
+      delta[i] = beta[at] * (Load<Lanes>(v + at * value_dim + column + i * kLanes) -
+                             decay * sums.remembered[i]);
+      Store(out + at * value_dim + column + i * kLanes,
+            decay * sums.recalled[i] + sums.kq * delta[i]);
+    }
     float* to = t < states.stored ? stored : scratch;
-    ColumnsStep<Lanes, kCount>(key_dim, value_dim, q + at * key_dim, k + at * key_dim,
-                               v + at * value_dim + column, g[at], beta[at], from, to,
-                               out + at * value_dim + column);
+    const float* k_at = k + at * key_dim;
+    if (t + 1 < tokens) {
+      const int64_t next = at + heads;
+      sums = Advance<Lanes, kCount, true>(key_dim, value_dim, k_at, decay, delta, from, to,
+                                          q + next * key_dim, k + next * key_dim);
+    } else {
+      Advance<Lanes, kCount, false>(key_dim, value_dim, k_at, decay, delta, from, to, nullptr,
+                                    nullptr);
+    }
     from = to;
   }
 }

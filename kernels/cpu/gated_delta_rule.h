@@ -1,7 +1,7 @@
 #pragma once
 // The gated delta rule token by token (common/model/ops/ops.h has the maths), fused so that each
-// token reads the state twice and writes it once instead of the five passes a composition of
-// tensor ops makes. It serves every length on a CPU — decode steps, verify blocks, prefill
+// token reads the state once and writes it once (the pass writing a token's state gathers the
+// next token's products from it) instead of the five passes a composition of tensor ops makes. It serves every length on a CPU — decode steps, verify blocks, prefill
 // chunks, the replay after a rollback — as about as many FLOPs per token as the chunked form's
 // matrix products, a block of 64 value columns of a head (32 KiB) in L1 over all the tokens.
 //

@@ -388,6 +388,32 @@ TEST(BackendOpsTest, BatchedGatedDeltaRule) {
   });
 }
 
+// On a CPU a token's arithmetic does not depend on the call it is in: a block of tokens and the
+// same tokens one call each leave bit-identical outputs and states, so a replay after a rollback
+// runs exactly what the shorter block would have, and greedy outputs do not depend on the batch.
+TEST(BackendOpsTest, OnACpuATokensArithmeticDoesNotDependOnItsCall) {
+  constexpr int64_t kTokens = 5;
+  const OpTable& cpu = OpsFor(c10::DeviceType::CPU);
+  const DeltaRuleInputs in = RandomDeltaRuleInputs(kTokens, kValueHeads, kDeltaHeadDim);
+  const at::Tensor block_state = in.state.clone();
+  const std::vector<DeltaRuleSequence> block = {{.length = kTokens,
+                                                 .initial_state = block_state,
+                                                 .final_state = block_state,
+                                                 .chunked = true}};
+  const at::Tensor block_out = cpu.batched_gated_delta_rule(in.q, in.k, in.v, in.g, in.beta, block);
+  const at::Tensor step_state = in.state.clone();
+  std::vector<at::Tensor> step_outs;
+  for (int64_t t = 0; t < kTokens; ++t) {
+    const auto row = [&](const at::Tensor& x) { return x.narrow(0, t, 1); };
+    const std::vector<DeltaRuleSequence> step = {
+        {.length = 1, .initial_state = step_state, .final_state = step_state}};
+    step_outs.push_back(cpu.batched_gated_delta_rule(row(in.q), row(in.k), row(in.v), row(in.g),
+                                                     row(in.beta), step));
+  }
+  EXPECT_TRUE(at::equal(block_out, at::cat(step_outs, 0)));
+  EXPECT_TRUE(at::equal(block_state, step_state));
+}
+
 // A verify block whose acceptance is not known yet, after the rows of the last block it replays
 // first, in place: the state it leaves is after the replayed rows (or untouched, replaying
 // none), its output that of all its rows. Beside it in the call, a decode step in place.
