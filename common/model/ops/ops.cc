@@ -68,6 +68,9 @@ at::Tensor GatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Te
   int64_t row = 0;
   for (const DeltaRuleSequence& sequence : sequences) {
     CheckDeltaRuleShapes(q, k, v, g, beta, sequence.initial_state, sequence.final_state);
+    const int64_t stored = sequence.stored_length.value_or(sequence.length);
+    TORCH_CHECK(stored >= 0 && stored <= sequence.length, "GatedDeltaRule: a sequence of ",
+                sequence.length, " rows cannot store the state after ", stored);
     row += sequence.length;
   }
   TORCH_CHECK(row == q.size(0), "GatedDeltaRule: the sequences take ", row, " of ", q.size(0),

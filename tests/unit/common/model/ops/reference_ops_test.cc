@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "common/model/ops/op_table.h"
+#include "common/model/ops/ops.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/unit/common/model/tensor_matchers.h"
 
@@ -67,6 +69,17 @@ TEST(GatedDeltaRuleTest, StateMayBeUpdatedInPlace) {
       in.q, in.k, in.v, in.g, in.beta, in_place, in_place, kDeltaRuleChunkSize);
   EXPECT_TRUE(at::equal(actual, expected));
   EXPECT_TRUE(at::equal(in_place, separate));
+}
+
+TEST(GatedDeltaRuleTest, AStoredLengthPastTheSequencesRowsIsAnError) {
+  const DeltaRuleInputs in = RandomDeltaRuleInputs(4, 2, 4, 4);
+  at::Tensor state = in.state.clone();
+  const std::vector<DeltaRuleSequence> sequences = {
+      {.length = 4, .initial_state = state, .final_state = state, .stored_length = 5}};
+  EXPECT_THAT([&] { GatedDeltaRule(in.q, in.k, in.v, in.g, in.beta, sequences); },
+              ::testing::ThrowsMessage<c10::Error>(
+                  ::testing::HasSubstr("a sequence of 4 rows cannot store the state after 5")));
+  EXPECT_TRUE(at::equal(state, in.state)) << "nothing is written";
 }
 
 TEST(CausalConv1dTest, FeedingTokensInPiecesEqualsFeedingThemAtOnce) {
