@@ -110,11 +110,11 @@ __attribute__((always_inline)) inline void ColumnsOverTokens(const DeltaRuleShap
                                                              const float* g, const float* beta,
                                                              const HeadStates& states, float* out) {
   const auto [tokens, heads, key_dim, value_dim] = shape;
+  if (tokens == 0) return;
   constexpr int64_t kLanes = sizeof(Lanes) / sizeof(float);
   const float* from = states.initial + h * key_dim * value_dim + column;
   float* const stored = states.final + h * key_dim * value_dim + column;
   float* const scratch = states.scratch + column;
-  if (tokens == 0) return;
   TokenSums<Lanes, kCount> sums =
       Gather<Lanes, kCount>(key_dim, value_dim, q + h * key_dim, k + h * key_dim, from);
   for (int64_t t = 0; t < tokens; ++t) {
@@ -167,12 +167,12 @@ void RecurrentGatedDeltaRule(const DeltaRuleShape& shape, const float* q, const 
   pool.ParallelFor(
       static_cast<int64_t>(sequences.size()) * heads, 1, [&](int64_t first, int64_t last) {
         thread_local std::vector<float> scratch;
+        scratch.resize(shape.key_dim * shape.value_dim);  // allocates once per thread
         for (int64_t p = first; p < last; ++p) {
           const DeltaRuleSequence& sequence = sequences[p / heads];
           const int64_t t = first_token[p / heads];
           DeltaRuleShape own = shape;
           own.tokens = sequence.tokens;
-          scratch.resize(shape.key_dim * shape.value_dim);  // allocates once per thread
           const HeadStates states{.initial = sequence.initial_state,
                                   .final = sequence.final_state,
                                   .scratch = scratch.data(),

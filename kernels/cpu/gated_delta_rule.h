@@ -1,9 +1,10 @@
 #pragma once
 // The gated delta rule token by token (common/model/ops/ops.h has the maths), fused so that each
 // token reads the state once and writes it once (the pass writing a token's state gathers the
-// next token's products from it) instead of the five passes a composition of tensor ops makes. It serves every length on a CPU — decode steps, verify blocks, prefill
-// chunks, the replay after a rollback — as about as many FLOPs per token as the chunked form's
-// matrix products, a block of 64 value columns of a head (32 KiB) in L1 over all the tokens.
+// next token's products from it) instead of the five passes a composition of tensor ops makes.
+// It serves every length on a CPU — decode steps, verify blocks, prefill chunks, the replay after
+// a rollback — as about as many FLOPs per token as the chunked form's matrix products, a block of
+// 64 value columns of a head (32 KiB) in L1 over all the tokens.
 //
 // One call takes several sequences (a batch of decode steps, verify blocks and prefill chunks),
 // each on its own state; the pool splits sequences × heads.
@@ -30,8 +31,8 @@ struct DeltaRuleSequence {
   // How many of the tokens the state written to `final_state` is after, at most `tokens`. Fewer
   // for a verify block, whose acceptance is not known yet: it stores the state after the accepted
   // tokens of the last block that it replays first (none: nothing is written), and its own tokens
-  // run on a copy that stays in cache.
-  int64_t stored_tokens = 0;
+  // run on a copy that stays in cache. No default: a call that leaves it out does not compile.
+  int64_t stored_tokens;
   const float* initial_state = nullptr;
   // `initial_state` itself for an update in place (a separate one costs no copy: the first token
   // reads one and writes the other).
