@@ -29,9 +29,11 @@ absl::StatusOr<Int4KernelWeight> Int4KernelWeight::Prepare(const PackedInt4Weigh
   absl::StatusOr<Int4KernelWeight> prepared = PrepareExact(weight);
   if (!prepared.ok() || activations == Int4Activations::kExact) return prepared;
   prepared->vnni_ = kernels::cpu::RepackInt4ForVnni(prepared->Matrix());
-  prepared->packed_ = {};
-  prepared->scales_ = {};
-  prepared->zero_points_ = {};
+  // The VNNI layout replaces the exact one: give its memory back (assigning {} would only clear
+  // the vectors, keeping their capacity: twice the weights resident).
+  decltype(prepared->packed_)().swap(prepared->packed_);
+  decltype(prepared->scales_)().swap(prepared->scales_);
+  decltype(prepared->zero_points_)().swap(prepared->zero_points_);
   return prepared;
 }
 
