@@ -43,10 +43,10 @@ absl::StatusOr<Int4KernelWeight> Int4KernelWeight::PrepareExact(const PackedInt4
   prepared.rows_ = grid.rows;
   prepared.cols_ = grid.cols;
   prepared.group_size_ = grid.group_size;
-  prepared.scales_ = grid.scales;
-  prepared.zero_points_ = grid.zero_points;
+  prepared.scales_.assign(grid.scales.begin(), grid.scales.end());
+  prepared.zero_points_.assign(grid.zero_points.begin(), grid.zero_points.end());
   if (grid.group_index.empty()) {
-    prepared.packed_ = weight.packed;
+    prepared.packed_.assign(weight.packed.begin(), weight.packed.end());
     return prepared;
   }
 
@@ -73,7 +73,7 @@ absl::StatusOr<Int4KernelWeight> Int4KernelWeight::PrepareExact(const PackedInt4
   absl::StatusOr<PackedInt4Weight> repacked =
       PackInt4(std::move(contiguous_groups), codes_in_group_order);
   if (!repacked.ok()) return repacked.status();
-  prepared.packed_ = std::move(repacked->packed);
+  prepared.packed_.assign(repacked->packed.begin(), repacked->packed.end());
   prepared.input_order_ = std::move(order);
   return prepared;
 }
@@ -101,15 +101,16 @@ std::vector<float> Int4KernelWeight::Dequantize() const {
   // The packed words are a plain (group-contiguous) pack-quantized weight in kernel column order;
   // so are the VNNI layout's nibbles, in their own places.
   const std::vector<float> in_kernel_order =
-      vnni_.has_value() ? kernels::cpu::Dequantize(*vnni_)
-                        : quant::Dequantize({.grid = {.rows = rows_,
-                                                      .cols = cols_,
-                                                      .group_size = group_size_,
-                                                      .scales = scales_,
-                                                      .scale_dtype = io::DType::kF32,
-                                                      .zero_points = zero_points_,
-                                                      .group_index = {}},
-                                             .packed = packed_});
+      vnni_.has_value()
+          ? kernels::cpu::Dequantize(*vnni_)
+          : quant::Dequantize({.grid = {.rows = rows_,
+                                        .cols = cols_,
+                                        .group_size = group_size_,
+                                        .scales = {scales_.begin(), scales_.end()},
+                                        .scale_dtype = io::DType::kF32,
+                                        .zero_points = {zero_points_.begin(), zero_points_.end()},
+                                        .group_index = {}},
+                               .packed = {packed_.begin(), packed_.end()}});
   if (input_order_.empty()) return in_kernel_order;
   std::vector<float> dense(in_kernel_order.size());
   for (int64_t row = 0; row < rows_; ++row) {

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "common/int4/int4_activations.h"
 #include "common/int4/packed_int4_weight.h"
+#include "kernels/cpu/huge_pages.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cpu/vnni_gemm.h"
 #include "kernels/cpu/w4a16_gemm.h"
@@ -59,9 +60,9 @@ class Int4KernelWeight {
   int64_t cols_ = 0;
   int64_t group_size_ = 0;
   // Exact activations: the packed words, scales and zero points; int8 ones: the VNNI layout alone.
-  std::vector<int32_t> packed_;
-  std::vector<float> scales_;
-  std::vector<int8_t> zero_points_;  // empty: symmetric
+  kernels::cpu::HugePageVector<int32_t> packed_;
+  kernels::cpu::HugePageVector<float> scales_;
+  kernels::cpu::HugePageVector<int8_t> zero_points_;  // empty: symmetric
   std::optional<kernels::cpu::VnniMatrix> vnni_;
   std::vector<int32_t> input_order_;  // kernel column j reads x column input_order_[j]; empty: j
 };

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/cpu/dense_gemm.h"
+#include "kernels/cpu/huge_pages.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cpu/w4a16_gemm.h"
 
@@ -30,10 +31,10 @@ inline constexpr int64_t kVnniMinActivationBlock = 32;
 inline constexpr int64_t kVnniMaxActivationBlock = 128;
 
 struct VnniMatrix {
-  int bits = 4;                // 4 or 8 per code
-  std::vector<uint8_t> codes;  // [row blocks][cols · bits / 32][64]
-  std::vector<float> scales;   // [row blocks][groups][16]
-  std::vector<float> offsets;  // [row blocks][groups][16]
+  int bits = 4;                   // 4 or 8 per code
+  HugePageVector<uint8_t> codes;  // [row blocks][cols · bits / 32][64]
+  HugePageVector<float> scales;   // [row blocks][groups][16]
+  HugePageVector<float> offsets;  // [row blocks][groups][16]
   int64_t rows = 0;
   int64_t cols = 0;
   int64_t group_size = 0;  // a multiple of kVnniMinActivationBlock

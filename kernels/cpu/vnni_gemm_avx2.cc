@@ -32,7 +32,7 @@ struct Avx2Body {
   SPECD_AVX2 void Tile(int64_t m0, int64_t b0);
 
   // Half h of block b's 16 per-row values of group g (scales or offsets).
-  SPECD_AVX2 __m256 Half(const std::vector<float>& values, int64_t b, int64_t g, int h) const {
+  SPECD_AVX2 __m256 Half(const HugePageVector<float>& values, int64_t b, int64_t g, int h) const {
     const int64_t groups = w.cols / w.group_size;
     return _mm256_loadu_ps(values.data() + (b * groups + g) * kVnniRowBlock + h * kHalfRows);
   }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kernels/cpu/dense_gemm.h"
+#include "kernels/cpu/huge_pages.h"
 #include "kernels/cpu/parallel_copy.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cpu/vnni_gemm.h"
@@ -49,11 +50,12 @@ constexpr int64_t kRows[] = {1, 4, 16, 64};
 constexpr int64_t kGroupSize = 128;
 
 // One buffer, filled once, that every benchmark reads its weights from: 1 GiB, twice the L3 the
-// OS reports (508 MB), so a benchmark that cycles through it reads from DRAM. Its words are
-// small floats, which are also valid packed INT4 words (any nibbles) and sane scales.
+// OS reports (508 MB), so a benchmark that cycles through it reads from DRAM, on huge pages as
+// the model's INT4 weights are. Its words are small floats, which are also valid packed INT4
+// words (any nibbles) and sane scales.
 std::span<const float> Arena() {
-  static const std::vector<float> arena = [] {
-    std::vector<float> values((size_t{1} << 30) / sizeof(float));
+  static const HugePageVector<float> arena = [] {
+    HugePageVector<float> values((size_t{1} << 30) / sizeof(float));
     uint32_t state = 1;
     for (float& v : values) {
       state = state * 1664525u + 1013904223u;
@@ -67,8 +69,8 @@ std::span<const float> Arena() {
 // The same size of bf16 weights: each word of it two small bf16 values (the arena's floats cut
 // to their top halves; the bottom halves alone would be arbitrary bits, denormals among them).
 std::span<const float> Bf16Arena() {
-  static const std::vector<float> arena = [] {
-    std::vector<float> words(Arena().size());
+  static const HugePageVector<float> arena = [] {
+    HugePageVector<float> words(Arena().size());
     std::vector<uint32_t> bits(Arena().size());
     std::memcpy(bits.data(), Arena().data(), Arena().size_bytes());
     for (size_t i = 0; i < bits.size(); ++i) {
@@ -217,7 +219,7 @@ void BM_DenseBf16(benchmark::State& state, LinearShape shape) {
 void BM_HostCopy(benchmark::State& state) {
   const size_t bytes = Arena().size_bytes() / 2;
   const auto* src = reinterpret_cast<const std::byte*>(Arena().data());
-  std::vector<std::byte> dst(bytes);
+  HugePageVector<std::byte> dst(bytes);
   for (auto _ : state) {
     ParallelCopy(dst.data(), src, bytes, ThreadPool::Shared().size());
     benchmark::DoNotOptimize(dst.data());
