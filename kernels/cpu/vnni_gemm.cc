@@ -1,5 +1,7 @@
 #include "kernels/cpu/vnni_gemm.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -10,6 +12,12 @@ namespace specd::kernels::cpu {
 namespace {
 
 using internal::QuantizedRows;
+
+#define SPECD_F16C __attribute__((target("f16c")))
+
+// float ↔ IEEE half, rounding to nearest even.
+SPECD_F16C uint16_t ToHalf(float value) { return _cvtss_sh(value, _MM_FROUND_TO_NEAREST_INT); }
+SPECD_F16C float FromHalf(uint16_t half) { return _cvtsh_ss(half); }
 
 // x rounded per row, the rows split over the pool.
 void Quantize(const float* x, int64_t rows, const VnniMatrix& w, QuantizedRows& out,
@@ -51,8 +59,8 @@ VnniMatrix RepackInt4ForVnni(const Int4Matrix& w) {
   const int64_t chunks = w.cols / 8;
   const int64_t groups = w.cols / w.group_size;
   out.codes.assign(blocks * chunks * 64, 0);
-  out.scales.assign(blocks * groups * kVnniRowBlock, 0.0f);
-  out.offsets.assign(blocks * groups * kVnniRowBlock, 0.0f);
+  out.scales.assign(blocks * groups * kVnniRowBlock, 0);
+  if (w.zero_points != nullptr) out.zero_codes.assign(blocks * groups * kVnniRowBlock, 8);
   for (int64_t b = 0; b < blocks; ++b) {
     for (int64_t r = 0; r < kVnniRowBlock; ++r) {
       const int64_t n = b * kVnniRowBlock + r;
@@ -66,10 +74,9 @@ VnniMatrix RepackInt4ForVnni(const Int4Matrix& w) {
         }
       }
       for (int64_t g = 0; g < groups; ++g) {
-        const float scale = w.scales[n * groups + g];
-        const float zero = w.zero_points == nullptr ? 0.0f : w.zero_points[n * groups + g];
-        out.scales[(b * groups + g) * kVnniRowBlock + r] = scale;
-        out.offsets[(b * groups + g) * kVnniRowBlock + r] = scale * (8.0f + zero);
+        const int64_t at = (b * groups + g) * kVnniRowBlock + r;
+        out.scales[at] = ToHalf(w.scales[n * groups + g]);
+        if (w.zero_points != nullptr) out.zero_codes[at] = 8 + w.zero_points[n * groups + g];
       }
     }
   }
@@ -84,8 +91,7 @@ VnniMatrix QuantizeRowsForVnni(const DenseMatrix& w, ThreadPool& pool) {
   out.group_size = w.cols;
   const int64_t blocks = (w.rows + kVnniRowBlock - 1) / kVnniRowBlock;
   out.codes.assign(blocks * w.cols * kVnniRowBlock, 0);
-  out.scales.assign(blocks * kVnniRowBlock, 0.0f);
-  out.offsets.assign(blocks * kVnniRowBlock, 0.0f);
+  out.scales.assign(blocks * kVnniRowBlock, 0);
   const int64_t row_bytes = w.cols * (w.bf16 ? 2 : 4);
   const auto element = [&](int64_t n, int64_t k) {
     const void* row = static_cast<const char*>(w.data) + n * row_bytes;
@@ -96,15 +102,15 @@ VnniMatrix QuantizeRowsForVnni(const DenseMatrix& w, ThreadPool& pool) {
       const int64_t b = n / kVnniRowBlock, r = n % kVnniRowBlock;
       float amax = 0;
       for (int64_t k = 0; k < w.cols; ++k) amax = std::max(amax, std::fabs(element(n, k)));
-      const float scale = amax / 127.0f;
+      const uint16_t half_scale = ToHalf(amax / 127.0f);
+      const float scale = FromHalf(half_scale);
       const float inverse = scale == 0 ? 0.0f : 1.0f / scale;
       uint8_t* block = out.codes.data() + b * w.cols * kVnniRowBlock;
       for (int64_t k = 0; k < w.cols; ++k) {
         const float q = std::clamp(std::nearbyint(element(n, k) * inverse), -127.0f, 127.0f);
         block[(k / 4) * 64 + 4 * r + k % 4] = static_cast<uint8_t>(static_cast<int>(q) + 128);
       }
-      out.scales[b * kVnniRowBlock + r] = scale;
-      out.offsets[b * kVnniRowBlock + r] = 128.0f * scale;
+      out.scales[b * kVnniRowBlock + r] = half_scale;
     }
   });
   return out;
@@ -120,7 +126,8 @@ std::vector<float> Dequantize(const VnniMatrix& w) {
       const uint8_t byte = w.codes[block * block_bytes + (k * w.bits / 32) * 64 + 4 * r + k % 4];
       const int code = w.bits == 8 ? byte : k % 8 < 4 ? byte & 0xf : byte >> 4;
       const int64_t at = (block * groups + k / w.group_size) * kVnniRowBlock + r;
-      dense[n * w.cols + k] = static_cast<float>(code) * w.scales[at] - w.offsets[at];
+      const int zero = w.zero_codes.empty() ? w.midpoint() : w.zero_codes[at];
+      dense[n * w.cols + k] = static_cast<float>(code - zero) * FromHalf(w.scales[at]);
     }
   }
   return dense;

@@ -9,12 +9,11 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "kernels/cpu/row_tiles.h"
 #include "kernels/cpu/vnni_gemm_internal.h"
 
-#define SPECD_AVX2 __attribute__((target("avx2,fma")))
+#define SPECD_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace specd::kernels::cpu::internal {
 namespace {
@@ -31,10 +30,18 @@ struct Avx2Body {
   template <int kM, int kN>
   SPECD_AVX2 void Tile(int64_t m0, int64_t b0);
 
-  // Half h of block b's 16 per-row values of group g (scales or offsets).
-  SPECD_AVX2 __m256 Half(const HugePageVector<float>& values, int64_t b, int64_t g, int h) const {
-    const int64_t groups = w.cols / w.group_size;
-    return _mm256_loadu_ps(values.data() + (b * groups + g) * kVnniRowBlock + h * kHalfRows);
+  // Half h of block b's 16 per-row scales of group g, and of their zero codes as floats.
+  SPECD_AVX2 __m256 Scales(int64_t b, int64_t g, int h) const {
+    return _mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales.data() + At(b, g, h))));
+  }
+  SPECD_AVX2 __m256 ZeroCodes(int64_t b, int64_t g, int h) const {
+    if (w.zero_codes.empty()) return _mm256_set1_ps(static_cast<float>(w.midpoint()));
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.zero_codes.data() + At(b, g, h)))));
+  }
+  int64_t At(int64_t b, int64_t g, int h) const {
+    return (b * (w.cols / w.group_size) + g) * kVnniRowBlock + h * kHalfRows;
   }
 
   // Adds to `dot` the 32-bit sums, per x row and half block, of x rows m0 … m0 + kM − 1's 32
@@ -135,18 +142,25 @@ SPECD_AVX2 void Avx2Body<kBits>::Tile(int64_t m0, int64_t b0) {
           for (int h = 0; h < 2; ++h) {
             acc[i][j][h] =
                 _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[i][j][h]),
-                                _mm256_mul_ps(Half(w.scales, b0 + j, g, h), x_scale), acc[i][j][h]);
+                                _mm256_mul_ps(Scales(b0 + j, g, h), x_scale), acc[i][j][h]);
           }
         }
       }
     }
     if constexpr (kBits == 4) {
-      // The offset part of every weight, against the group's activations.
+      // The zero code's part of every weight, z · s, against the group's activations (8-bit
+      // codes were made signed in AddDots).
+      __m256 offset[kN][2];
+      for (int j = 0; j < kN; ++j) {
+        for (int h = 0; h < 2; ++h) {
+          offset[j][h] = _mm256_mul_ps(ZeroCodes(b0 + j, g, h), Scales(b0 + j, g, h));
+        }
+      }
       for (int i = 0; i < kM; ++i) {
         const __m256 x_sum = _mm256_set1_ps(x.sums[(m0 + i) * groups + g]);
         for (int j = 0; j < kN; ++j) {
           for (int h = 0; h < 2; ++h) {
-            acc[i][j][h] = _mm256_fnmadd_ps(Half(w.offsets, b0 + j, g, h), x_sum, acc[i][j][h]);
+            acc[i][j][h] = _mm256_fnmadd_ps(offset[j][h], x_sum, acc[i][j][h]);
           }
         }
       }

@@ -21,7 +21,7 @@
 
 #include "kernels/cpu/vnni_gemm_internal.h"
 
-#define SPECD_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni,fma")))
+#define SPECD_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni,fma,f16c")))
 
 namespace specd::kernels::cpu::internal {
 namespace {
@@ -68,7 +68,8 @@ SPECD_VNNI void VnniBody<kBits>::Tile(int64_t m0, int64_t b0) const {
   for (int64_t g = 0; g < groups; ++g) {
     __m512 scale[kN];
     for (int j = 0; j < kN; ++j) {
-      scale[j] = _mm512_loadu_ps(w.scales.data() + ((b0 + j) * groups + g) * kVnniRowBlock);
+      scale[j] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+          w.scales.data() + ((b0 + j) * groups + g) * kVnniRowBlock)));
     }
     for (int64_t block = g * blocks_per_group; block < (g + 1) * blocks_per_group; ++block) {
       __m512i dot[kChains][kM][kN];
@@ -123,14 +124,20 @@ SPECD_VNNI void VnniBody<kBits>::Tile(int64_t m0, int64_t b0) const {
         }
       }
     }
-    // The offset part of every weight, against the group's activations.
+    // The zero code's part of every weight, z · s, against the group's activations.
+    __m512 offset[kN];
+    for (int j = 0; j < kN; ++j) {
+      const __m512 zero =
+          w.zero_codes.empty()
+              ? _mm512_set1_ps(static_cast<float>(w.midpoint()))
+              : _mm512_cvtepi32_ps(
+                    _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
+                        w.zero_codes.data() + ((b0 + j) * groups + g) * kVnniRowBlock))));
+      offset[j] = _mm512_mul_ps(zero, scale[j]);
+    }
     for (int i = 0; i < kM; ++i) {
       const __m512 x_sum = _mm512_set1_ps(x.sums[(m0 + i) * groups + g]);
-      for (int j = 0; j < kN; ++j) {
-        const __m512 offset =
-            _mm512_loadu_ps(w.offsets.data() + ((b0 + j) * groups + g) * kVnniRowBlock);
-        acc[i][j] = _mm512_fnmadd_ps(offset, x_sum, acc[i][j]);
-      }
+      for (int j = 0; j < kN; ++j) acc[i][j] = _mm512_fnmadd_ps(offset[j], x_sum, acc[i][j]);
     }
   }
   for (int i = 0; i < kM; ++i) {

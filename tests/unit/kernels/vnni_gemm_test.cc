@@ -138,8 +138,9 @@ TEST(VnniGemmTest, EightBitRowsOnInt8Activations) {
   }
 }
 
-// The 8-bit codes hold each weight to half a step of its row's absolute maximum / 127, and the
-// extreme codes (±127, i.e. 1 and 255 unsigned) survive every ISA's sign handling.
+// The 8-bit codes hold each weight to half a step of its row's absolute maximum / 127 (taken to
+// half precision), and the extreme codes (±127, i.e. 1 and 255 unsigned) survive every ISA's sign
+// handling.
 TEST(VnniGemmTest, EightBitRowsHoldTheWeightToHalfAStep) {
   std::mt19937 rng(11);
   std::vector<float> weight = Normal(20 * 64, rng);
@@ -155,8 +156,8 @@ TEST(VnniGemmTest, EightBitRowsHoldTheWeightToHalfAStep) {
       EXPECT_NEAR(held[n * 64 + k], weight[n * 64 + k], amax / 127 * 0.501) << n << ", " << k;
     }
   }
-  EXPECT_FLOAT_EQ(held[3], 50.0f);
-  EXPECT_FLOAT_EQ(held[64 + 5], -50.0f);
+  EXPECT_NEAR(held[3], 50.0f, 50.0f * 0x1p-11f);
+  EXPECT_EQ(held[64 + 5], -held[3]);
   if (IsasThisCpuRuns().empty()) return;
   ExpectEveryIsaComputes(w, 3, rng);
 }
