@@ -106,7 +106,8 @@ void PrintResidentMemory(const ResidentMemory& before, const WeightFootprint& fo
       static_cast<double>(after.anonymous - before.anonymous) / kMiB,
       static_cast<double>(after.file - before.file) / kMiB);
   std::printf(
-      "expected         %.1f MiB of weights: %.1f MiB INT4 (packed, scales, zero points) + "
+      "expected         %.1f MiB of weights: %.1f MiB INT4 (codes, scales, zero points as the "
+      "kernels hold them) + "
       "%.1f MiB dense (%s, bf16 matrices as stored; mapped ones resident once touched) + %.1f MiB "
       "embedding + %.1f MiB LM head (%s)\n",
       footprint.total_bytes() / kMiB, footprint.int4_bytes / kMiB, footprint.dense_bytes / kMiB,

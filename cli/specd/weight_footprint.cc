@@ -11,7 +11,7 @@ absl::StatusOr<WeightFootprint> MeasureWeightFootprint(const std::string& dir,
   const io::Qwen35TextConfig& config = target.config();
   const model::TokenHead& head = target.token_head();
   WeightFootprint footprint{
-      .int4_bytes = 0,
+      .int4_bytes = static_cast<double>(target.int4_bytes()),
       .dense_bytes = 0,
       .embedding_bytes = 0,
       .head_bytes = static_cast<double>(head.head_bytes()),
@@ -22,12 +22,10 @@ absl::StatusOr<WeightFootprint> MeasureWeightFootprint(const std::string& dir,
     const std::string& name = tensor.name;
     if (!name.starts_with(config.tensor_prefix) && !name.starts_with("lm_head.")) continue;
     const auto elements = static_cast<double>(tensor.NumElements());
-    if (name.ends_with(".weight_packed") || name.ends_with(".weight_scale") ||
-        name.ends_with(".weight_g_idx")) {
-      footprint.int4_bytes += 4 * elements;
-    } else if (name.ends_with(".weight_zero_point")) {
-      footprint.int4_bytes += 8 * elements;  // eight rows to an int32 word, a byte each unpacked
-    } else if (!name.ends_with(".weight_shape")) {
+    const bool int4 = name.ends_with(".weight_packed") || name.ends_with(".weight_scale") ||
+                      name.ends_with(".weight_g_idx") || name.ends_with(".weight_zero_point") ||
+                      name.ends_with(".weight_shape");
+    if (!int4) {
       // Matrices a bf16 checkpoint stores stay bf16 on a float32 model (WeightReader::Matrix).
       const bool kept_bf16 = tensor.shape.size() == 2 && tensor.dtype == io::DType::kBF16 &&
                              target.options().dtype == c10::kFloat;

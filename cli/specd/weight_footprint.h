@@ -1,9 +1,8 @@
 #pragma once
-// What a loaded target's weights take in memory and what a decode step reads of them, from its
-// checkpoint's tensors: ½ byte per INT4 weight plus the float32 scales, int8 zero points and
-// act-order permutation the CPU kernel keeps, every matrix a bf16 checkpoint stores in bf16, every
-// other text-model tensor at the model's dtype, and the LM head as the model holds it (as stored,
-// or int8).
+// What a loaded target's weights take in memory and what a decode step reads of them: the INT4
+// projections in their kernels' layouts as the model holds them (Qwen35Model::int4_bytes), every
+// matrix a bf16 checkpoint stores in bf16, every other text-model tensor of the checkpoint at the
+// model's dtype, and the LM head as the model holds it (as stored, or int8).
 #include <string>
 
 #include "absl/status/statusor.h"

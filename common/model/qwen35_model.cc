@@ -51,6 +51,7 @@ absl::StatusOr<Qwen35Model> Qwen35Model::Load(const io::Qwen35TextConfig& config
     model.norm_ = ZeroCentredRmsNorm(reader.Float32("norm.weight", {hidden}), config.rms_norm_eps);
     if (!reader.status().ok()) return reader.status();
     model.parameters_ = reader.parameters();
+    model.int4_bytes_ = reader.int4_bytes();
     if (config.tie_word_embeddings) {
       model.head_ = TokenHead(embed_tokens, embed_tokens, options);
     } else {

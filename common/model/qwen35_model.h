@@ -68,6 +68,8 @@ class Qwen35Model {
   const ModelOptions& options() const { return options_; }
   // The weights, when loaded with ModelOptions::trainable (a tied head is the embedding's).
   const std::vector<NamedParameter>& parameters() const { return parameters_; }
+  // Bytes of the INT4 projections in their kernels' layouts (WeightReader::int4_bytes).
+  int64_t int4_bytes() const { return int4_bytes_; }
 
   // A cache for sequences of up to `max_length` tokens.
   absl::StatusOr<Qwen35Cache> NewCache(int64_t max_length) const;
@@ -119,6 +121,7 @@ class Qwen35Model {
   TokenHead head_;
   RotaryEmbedding rotary_;
   std::vector<NamedParameter> parameters_;
+  int64_t int4_bytes_ = 0;
 };
 
 }  // namespace specd::model

@@ -115,10 +115,13 @@ Linear WeightReader::Projection(std::string_view module, int64_t rows, int64_t c
       quant::Int4KernelWeight::Prepare(*packed, options_.int4_activations);
   if (!kernel.ok()) return failed(kernel.status());
   if (on_cpu) {
+    int4_bytes_ += kernel->ByteSize();
     return Linear(full_name, std::make_shared<const quant::Int4KernelWeight>(*std::move(kernel)));
   }
   absl::StatusOr<ops::Int4Tensors> on_device = ops::Int4Tensors::Upload(*kernel, options_.device);
   if (!on_device.ok()) return failed(on_device.status());
+  int4_bytes_ += on_device->packed.nbytes() + on_device->scales.nbytes() +
+                 (on_device->zero_points.defined() ? on_device->zero_points.nbytes() : 0);
   return Linear(full_name, std::make_shared<const ops::Int4Tensors>(*std::move(on_device)));
 }
 

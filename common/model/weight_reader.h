@@ -47,6 +47,9 @@ class WeightReader {
   at::Tensor Float32(std::string_view name, const std::vector<int64_t>& shape);
 
   const absl::Status& status() const { return status_; }
+  // Bytes the INT4 projections read so far hold in their kernels' layouts, on the host or
+  // uploaded: what a forward reads of them.
+  int64_t int4_bytes() const { return int4_bytes_; }
   // Every weight read so far, for a trainable model (ModelOptions::trainable); else empty.
   const std::vector<NamedParameter>& parameters() const { return parameters_; }
 
@@ -61,6 +64,7 @@ class WeightReader {
   ModelOptions options_;
   QuantizedModuleMatcher quantized_;
   absl::Status status_;
+  int64_t int4_bytes_ = 0;
   std::vector<NamedParameter> parameters_;
 };
 

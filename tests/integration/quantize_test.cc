@@ -156,7 +156,7 @@ TEST(SpecdBenchInitModelTest, QuantizedRandomModelIsWrittenW4A16AndDecodes) {
                                       "8", "--tokens", "2", "--copy-mib", "16"});
   ASSERT_EQ(decode.exit_code, 0) << decode.err;
   EXPECT_TRUE(Contains(decode.out, "resident ")) << decode.out;
-  EXPECT_TRUE(Contains(decode.out, "MiB INT4 (packed, scales, zero points)")) << decode.out;
+  EXPECT_TRUE(Contains(decode.out, "MiB INT4 (codes, scales, zero points as the kernels hold them)")) << decode.out;
 }
 
 }  // namespace
