@@ -60,6 +60,7 @@ absl::StatusOr<Qwen35Model> Qwen35Model::Load(const io::Qwen35TextConfig& config
       if (!lm_head.ok()) return lm_head.status();
       model.head_ = TokenHead(embed_tokens, *std::move(lm_head), options);
     }
+    TokenHead::ReleaseCheckpointPages(config, checkpoint);
     const auto rotary_dim = static_cast<int64_t>(config.head_dim * config.partial_rotary_factor);
     model.rotary_ = RotaryEmbedding(rotary_dim, config.rope_theta, options);
     return model;

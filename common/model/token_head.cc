@@ -75,15 +75,20 @@ absl::StatusOr<TokenHead> TokenHead::Load(const std::filesystem::path& dir,
     WeightReader reader(*checkpoint, text.tensor_prefix, options);
     at::Tensor embed = reader.Matrix("embed_tokens.weight", text.vocab_size, text.hidden_size);
     if (!reader.status().ok()) return reader.status();
-    if (text.tie_word_embeddings) return TokenHead(embed, embed, options);
-    absl::StatusOr<QuantizedModuleMatcher> quantized =
-        QuantizedModuleMatcher::FromConfig(config->quantization);
-    if (!quantized.ok()) return quantized.status();
-    std::vector<NamedParameter> parameters;
-    absl::StatusOr<at::Tensor> head =
-        ReadUntiedHead(text, *checkpoint, options, *quantized, parameters);
-    if (!head.ok()) return head.status();
-    return TokenHead(std::move(embed), *std::move(head), options);
+    at::Tensor head = embed;
+    if (!text.tie_word_embeddings) {
+      absl::StatusOr<QuantizedModuleMatcher> quantized =
+          QuantizedModuleMatcher::FromConfig(config->quantization);
+      if (!quantized.ok()) return quantized.status();
+      std::vector<NamedParameter> parameters;
+      absl::StatusOr<at::Tensor> untied =
+          ReadUntiedHead(text, *checkpoint, options, *quantized, parameters);
+      if (!untied.ok()) return untied.status();
+      head = *std::move(untied);
+    }
+    TokenHead token_head(std::move(embed), std::move(head), options);
+    ReleaseCheckpointPages(text, *checkpoint);
+    return token_head;
   } catch (const c10::Error& e) {
     return absl::InternalError(absl::StrCat("loading the embedding and head of ", dir.string(),
                                             ": ", e.what_without_backtrace()));
@@ -103,6 +108,16 @@ absl::StatusOr<at::Tensor> TokenHead::ReadUntiedHead(const io::Qwen35TextConfig&
   if (!reader.status().ok()) return reader.status();
   parameters.insert(parameters.end(), reader.parameters().begin(), reader.parameters().end());
   return head;
+}
+
+void TokenHead::ReleaseCheckpointPages(const io::Qwen35TextConfig& config,
+                                       const io::Checkpoint& checkpoint) {
+  for (const std::string& name :
+       {config.tensor_prefix + "embed_tokens.weight", std::string("lm_head.weight")}) {
+    if (const io::TensorView* tensor = checkpoint.Find(name)) {
+      checkpoint.ReleaseResidentPages(*tensor);
+    }
+  }
 }
 
 at::Tensor TokenHead::Embed(const at::Tensor& ids) const {

@@ -39,6 +39,12 @@ class TokenHead {
                                                    const QuantizedModuleMatcher& quantized,
                                                    std::vector<NamedParameter>& parameters);
 
+  // Lets the checkpoint's pages of the embedding and the untied head leave this process's resident
+  // memory once a TokenHead is made of them: loading read them whole (into the head's own copy or
+  // int8 rows, or a device), and a still mapped embedding is read back a few rows a step.
+  static void ReleaseCheckpointPages(const io::Qwen35TextConfig& config,
+                                     const io::Checkpoint& checkpoint);
+
   // The embedding rows of `ids` [T, hidden].
   at::Tensor Embed(const at::Tensor& ids) const;
   // Logits [T, vocab] float32 of final hidden states [T, hidden].
