@@ -2,8 +2,9 @@
 // The target's embedding and LM head shared between a verifier and a drafter on the same GPU: the
 // verifier exports its own device memory of the two tensors (CUDA IPC handles in its Info,
 // TargetVerifierServiceInfoResponse.shared_weights), and a drafter process maps them instead of
-// loading a second copy (1.27 GB in bf16 for Qwen3.5-4B). On the CPU there is nothing to share:
-// a drafter maps the checkpoint file, which the page cache already shares.
+// loading a second copy (1.27 GB in bf16 for Qwen3.5-4B). On the CPU nothing is shared: each
+// process holds the stored head it reads in memory of its own on huge pages (TokenHead), which
+// streams faster than the page cache's 4 KiB pages of the checkpoint both could map.
 #include <cstdint>
 #include <map>
 #include <string>
