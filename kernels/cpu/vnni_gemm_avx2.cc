@@ -130,6 +130,10 @@ SPECD_AVX2 void Avx2Body<kBits>::Tile(int64_t m0, int64_t b0) {
     for (int j = 0; j < kN; ++j) acc[i][j][0] = acc[i][j][1] = _mm256_setzero_ps();
   }
   for (int64_t g = 0; g < groups; ++g) {
+    __m256 scale[kN][2];  // widened from half once a group, for every block and row
+    for (int j = 0; j < kN; ++j) {
+      for (int h = 0; h < 2; ++h) scale[j][h] = Scales(b0 + j, g, h);
+    }
     for (int64_t k0 = g * w.group_size; k0 < (g + 1) * w.group_size; k0 += block) {
       __m256i dot[kM][kN][2];
       for (int i = 0; i < kM; ++i) {
@@ -140,9 +144,8 @@ SPECD_AVX2 void Avx2Body<kBits>::Tile(int64_t m0, int64_t b0) {
         const __m256 x_scale = _mm256_set1_ps(x.scales[(m0 + i) * blocks_per_row + k0 / block]);
         for (int j = 0; j < kN; ++j) {
           for (int h = 0; h < 2; ++h) {
-            acc[i][j][h] =
-                _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[i][j][h]),
-                                _mm256_mul_ps(Scales(b0 + j, g, h), x_scale), acc[i][j][h]);
+            acc[i][j][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[i][j][h]),
+                                           _mm256_mul_ps(scale[j][h], x_scale), acc[i][j][h]);
           }
         }
       }
@@ -153,7 +156,7 @@ SPECD_AVX2 void Avx2Body<kBits>::Tile(int64_t m0, int64_t b0) {
       __m256 offset[kN][2];
       for (int j = 0; j < kN; ++j) {
         for (int h = 0; h < 2; ++h) {
-          offset[j][h] = _mm256_mul_ps(ZeroCodes(b0 + j, g, h), Scales(b0 + j, g, h));
+          offset[j][h] = _mm256_mul_ps(ZeroCodes(b0 + j, g, h), scale[j][h]);
         }
       }
       for (int i = 0; i < kM; ++i) {
