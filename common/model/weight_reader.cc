@@ -120,8 +120,7 @@ Linear WeightReader::Projection(std::string_view module, int64_t rows, int64_t c
   }
   absl::StatusOr<ops::Int4Tensors> on_device = ops::Int4Tensors::Upload(*kernel, options_.device);
   if (!on_device.ok()) return failed(on_device.status());
-  int4_bytes_ += on_device->packed.nbytes() + on_device->scales.nbytes() +
-                 (on_device->zero_points.defined() ? on_device->zero_points.nbytes() : 0);
+  int4_bytes_ += on_device->ByteSize();
   return Linear(full_name, std::make_shared<const ops::Int4Tensors>(*std::move(on_device)));
 }
 

@@ -23,6 +23,11 @@ struct Int4Tensors {
 
   int64_t rows() const { return packed.size(0); }
   int64_t cols() const { return packed.size(1) * 8; }
+  // Device bytes of the packed words, scales and zero points (as Int4KernelWeight::ByteSize).
+  int64_t ByteSize() const {
+    return static_cast<int64_t>(packed.nbytes() + scales.nbytes() +
+                                (zero_points.defined() ? zero_points.nbytes() : 0));
+  }
 
   // A copy of an exact-activation weight on `device`. Scales become bf16, as the kernel reads
   // them: exact for the bf16 scales checkpoints store, rounded once for float32 ones.

@@ -163,6 +163,10 @@ TEST(Int4TensorsTest, HoldWhatTheHostLayoutHolds) {
     EXPECT_EQ(tensors->rows(), c.layout.rows);
     EXPECT_EQ(tensors->cols(), c.layout.cols);
     EXPECT_EQ(tensors->input_order.defined(), c.layout.act_order);
+    // Half a byte a weight, a bf16 scale and (with zero points) a byte per row and group.
+    const int64_t groups = c.layout.cols / c.layout.group_size;
+    EXPECT_EQ(tensors->ByteSize(), c.layout.rows * c.layout.cols / 2 +
+                                       c.layout.rows * groups * (c.layout.symmetric ? 2 : 3));
     const at::Tensor x = at::randn({c.rows, c.layout.cols});
     EXPECT_TRUE(Close(ProjectInt4(x, *tensors), ReferenceOps().project_int4(x, *weight), 1e-5));
   }
