@@ -16,6 +16,7 @@
 // (code − z) · s. Half scales and implicit zero codes (symmetric weights, the head) hold a group
 // of 16 × 128 4-bit codes in 1056 bytes where float32 scales and offsets took 1152: 8 % less to
 // read per decode step, and exact for a checkpoint's bf16 or f16 scales (bf16 ones from 2⁻¹⁷ on).
+// Bf16Gemm (bf16_gemm.h) reads the 4-bit layout too, on bf16 activations.
 #include <cstdint>
 #include <vector>
 
@@ -40,7 +41,7 @@ struct VnniMatrix {
   HugePageVector<uint8_t> zero_codes;  // [row blocks][groups][16]; empty: all midpoint()
   int64_t rows = 0;
   int64_t cols = 0;
-  int64_t group_size = 0;  // a multiple of kVnniMinActivationBlock
+  int64_t group_size = 0;  // for VnniGemm a multiple of kVnniMinActivationBlock (Bf16Gemm: of 8)
 
   int64_t ByteSize() const {
     return static_cast<int64_t>(codes.size() + scales.size() * sizeof(uint16_t) +

@@ -1,6 +1,7 @@
 // W4A16 GEMV/GEMM against a float32 GEMM of the same shape (OpenBLAS sgemm), the dense kernel on
 // a bf16 weight (what a bf16 checkpoint's unquantized matrices and head run), and the VNNI-layout
-// kernel on int8 activations with 4-bit (W4A8) and 8-bit (W8A8, the int8 head) weights, on the
+// kernel on int8 activations with 4-bit (W4A8) and 8-bit (W8A8, the int8 head) weights and on bf16
+// activations with 4-bit ones (W4Bf16, AVX512-BF16), on the
 // Qwen3.5-4B linear shapes, next to the host copy bandwidth measured in the same process. A decode
 // step reads every weight once and ~2 GB of them never stay in cache, so each benchmark cycles
 // through weights spread over a buffer larger than the last-level cache: the numbers are DRAM
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/dense_gemm.h"
 #include "kernels/cpu/huge_pages.h"
 #include "kernels/cpu/parallel_copy.h"
@@ -180,10 +182,11 @@ const std::vector<VnniMatrix>& VnniWeights(const LinearShape& shape, int bits) {
 }
 
 // The same weights in the VNNI layout on int8 activations: 4-bit codes (W4A8; the bytes counted
-// are the packed ones) or bf16 weights rounded to 8 bits per row (W8A8, the int8 LM head).
-void BM_Vnni(benchmark::State& state, LinearShape shape, int bits) {
-  if (BestVnniGemmIsa() == VnniGemmIsa::kNone) {
-    state.SkipWithError("neither AVX2 nor AVX-512 VNNI");
+// are the packed ones) or bf16 weights rounded to 8 bits per row (W8A8, the int8 LM head); or
+// 4-bit codes on bf16 activations (`bf16_activations`).
+void BM_Vnni(benchmark::State& state, LinearShape shape, int bits, bool bf16_activations) {
+  if (bf16_activations ? !CpuHasBf16Gemm() : BestVnniGemmIsa() == VnniGemmIsa::kNone) {
+    state.SkipWithError(bf16_activations ? "no AVX512-BF16" : "neither AVX2 nor AVX-512 VNNI");
     return;
   }
   const int64_t rows = state.range(0);
@@ -192,7 +195,12 @@ void BM_Vnni(benchmark::State& state, LinearShape shape, int bits) {
   std::vector<float> y(rows * shape.out);
   size_t next = 0;
   for (auto _ : state) {
-    VnniGemm(x.data(), rows, weights[next++ % weights.size()], y.data());
+    const VnniMatrix& w = weights[next++ % weights.size()];
+    if (bf16_activations) {
+      Bf16Gemm(x.data(), rows, w, y.data());
+    } else {
+      VnniGemm(x.data(), rows, w, y.data());
+    }
     benchmark::DoNotOptimize(y.data());
   }
   const int64_t bytes = bits == 4
@@ -247,9 +255,10 @@ class SummaryReporter : public benchmark::ConsoleReporter {
   void PrintSummary() const {
     const double copy = bytes_per_second_.count("HostCopy") ? bytes_per_second_.at("HostCopy") : 0;
     std::printf("\nhost copy (read side): %.1f GB/s\n", copy / 1e9);
-    std::printf("%-14s %3s %11s %11s %9s %11s %11s %9s %11s %11s %11s %11s %11s %11s\n", "shape",
-                "M", "w4a16 us", "sgemm us", "speed-up", "w4a16 GB/s", "sgemm GB/s", "of copy",
-                "bf16 us", "bf16 GB/s", "w4a8 us", "w4a8 GB/s", "w8a8 us", "w8a8 GB/s");
+    std::printf("%-14s %3s %11s %11s %9s %11s %11s %9s %11s %11s %11s %11s %11s %11s %11s %11s\n",
+                "shape", "M", "w4a16 us", "sgemm us", "speed-up", "w4a16 GB/s", "sgemm GB/s",
+                "of copy", "bf16 us", "bf16 GB/s", "w4a8 us", "w4a8 GB/s", "w8a8 us", "w8a8 GB/s",
+                "w4bf16 us", "w4bf16 GB/s");
     for (const LinearShape& shape : kShapes) {
       for (int64_t rows : kRows) {
         const std::string suffix = std::string(shape.name) + "/" + std::to_string(rows);
@@ -265,14 +274,14 @@ class SummaryReporter : public benchmark::ConsoleReporter {
           return bytes_per_second_.count(name) ? bytes_per_second_.at(name) / 1e9 : 0.0;
         };
         const std::string bf16 = "DenseBf16/" + suffix, w4a8 = "W4A8/" + suffix;
-        const std::string w8a8 = "W8A8/" + suffix;
+        const std::string w8a8 = "W8A8/" + suffix, w4bf16 = "W4Bf16/" + suffix;
         std::printf(
             "%-14s %3lld %11.1f %11.1f %8.2fx %11.1f %11.1f %8.0f%% %11.1f %11.1f %11.1f %11.1f "
-            "%11.1f %11.1f\n",
+            "%11.1f %11.1f %11.1f %11.1f\n",
             shape.name, static_cast<long long>(rows), time_us(ours), time_us(theirs),
             seconds_.at(theirs) / seconds_.at(ours), gbps / 1e9, rate(theirs),
             copy > 0 ? 100.0 * gbps / copy : 0.0, time_us(bf16), rate(bf16), time_us(w4a8),
-            rate(w4a8), time_us(w8a8), rate(w8a8));
+            rate(w4a8), time_us(w8a8), rate(w8a8), time_us(w4bf16), rate(w4bf16));
       }
     }
   }
@@ -296,11 +305,18 @@ void RegisterAll() {
           ->Arg(rows)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
-      benchmark::RegisterBenchmark(("W4A8/" + std::string(shape.name)).c_str(), BM_Vnni, shape, 4)
+      benchmark::RegisterBenchmark(("W4A8/" + std::string(shape.name)).c_str(), BM_Vnni, shape, 4,
+                                   false)
           ->Arg(rows)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
-      benchmark::RegisterBenchmark(("W8A8/" + std::string(shape.name)).c_str(), BM_Vnni, shape, 8)
+      benchmark::RegisterBenchmark(("W8A8/" + std::string(shape.name)).c_str(), BM_Vnni, shape, 8,
+                                   false)
+          ->Arg(rows)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(("W4Bf16/" + std::string(shape.name)).c_str(), BM_Vnni, shape, 4,
+                                   true)
           ->Arg(rows)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
