@@ -256,7 +256,7 @@ absl::Status BenchDecode(const DecodeBenchFlags& flags) {
   std::printf(
       "threads          %d kernel, %d LibTorch; %s kernels, %s INT4 activations, %s LM head\n",
       threads, at::get_num_threads(), flags.kernels.c_str(),
-      flags.model_options.int4_activations == quant::Int4Activations::kInt8 ? "int8" : "exact",
+      quant::Int4ActivationsName(flags.model_options.int4_activations),
       flags.model_options.head == model::HeadWeights::kInt8 ? "int8" : "stored");
   std::printf("prefill          %lld tokens in %.1f ms: %.1f tokens/s\n",
               static_cast<long long>(flags.prompt_length), prefill_s * 1e3,

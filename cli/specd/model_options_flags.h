@@ -59,11 +59,14 @@ inline void AddModelOptions(CLI::App& command, model::ModelOptions& options,
       ->transform(CLI::IsMember({"float32", "bfloat16"}, CLI::ignore_case));
   AddChoiceOption<quant::Int4Activations>(
       command, "--int4-activations", options.int4_activations,
-      {{"exact", quant::Int4Activations::kExact}, {"int8", quant::Int4Activations::kInt8}},
+      {{"exact", quant::Int4Activations::kExact},
+       {"bf16", quant::Int4Activations::kBf16},
+       {"int8", quant::Int4Activations::kInt8}},
       scope +
-          "exact: W4A16 on the model's activations (the default); int8 (CPU only): W4A8, "
-          "integer dot products (AVX-512 VNNI or AVX2) on activations rounded per 128 columns, "
-          "faster, most on verify blocks, batches and prefill; not exact");
+          "exact: W4A16 on the model's activations (the default); bf16 (CPU only): activations "
+          "rounded to bf16, AVX512-BF16 dot products summing in float32, near-exact and faster; "
+          "int8 (CPU only): W4A8, integer dot products (AVX-512 VNNI or AVX2) on activations "
+          "rounded per 128 columns, the fastest, most on verify blocks, batches and prefill");
   AddChoiceOption<model::HeadWeights>(
       command, "--lm-head", options.head,
       {{"stored", model::HeadWeights::kStored}, {"int8", model::HeadWeights::kInt8}},

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cpu/bf16_gemm.h"
 
 namespace specd::quant {
 
@@ -14,6 +15,10 @@ absl::StatusOr<Int4KernelWeight> Int4KernelWeight::Prepare(const PackedInt4Weigh
     return absl::UnimplementedError(absl::StrCat("the CPU INT4 kernel needs K (", grid.cols,
                                                  ") and the group size (", grid.group_size,
                                                  ") to be multiples of 8"));
+  }
+  if (activations == Int4Activations::kBf16 && !kernels::cpu::CpuHasBf16Gemm()) {
+    return absl::FailedPreconditionError(
+        "bf16 activations need a CPU with AVX512-BF16; this one has none");
   }
   if (activations == Int4Activations::kInt8) {
     if (kernels::cpu::BestVnniGemmIsa() == kernels::cpu::VnniGemmIsa::kNone) {
@@ -28,6 +33,7 @@ absl::StatusOr<Int4KernelWeight> Int4KernelWeight::Prepare(const PackedInt4Weigh
   }
   absl::StatusOr<Int4KernelWeight> prepared = PrepareExact(weight);
   if (!prepared.ok() || activations == Int4Activations::kExact) return prepared;
+  prepared->activations_ = activations;
   prepared->vnni_ = kernels::cpu::RepackInt4ForVnni(prepared->Matrix());
   // The VNNI layout replaces the exact one: give its memory back (assigning {} would only clear
   // the vectors, keeping their capacity: twice the weights resident).
@@ -90,10 +96,13 @@ void Int4KernelWeight::Multiply(const float* x, int64_t batch, float* y,
     }
     x = gathered.data();
   }
-  if (vnni_.has_value()) {
-    kernels::cpu::VnniGemm(x, batch, *vnni_, y, pool);
-  } else {
-    kernels::cpu::W4A16Gemm(x, batch, Matrix(), y, pool, isa);
+  switch (activations_) {
+    case Int4Activations::kExact:
+      return kernels::cpu::W4A16Gemm(x, batch, Matrix(), y, pool, isa);
+    case Int4Activations::kBf16:
+      return kernels::cpu::Bf16Gemm(x, batch, *vnni_, y, pool);
+    case Int4Activations::kInt8:
+      return kernels::cpu::VnniGemm(x, batch, *vnni_, y, pool);
   }
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // A PackedInt4Weight laid out for the fused CPU kernel of its activations' mode: for exact ones
 // (kernels/cpu/w4a16_gemm.h) the packed words keep the checkpoint's nibble order, scales are
-// float32, zero points int8 per group; for int8 ones (kernels/cpu/vnni_gemm.h) the VNNI layout.
+// float32, zero points int8 per group; for bf16 and int8 ones the VNNI layout (kernels/cpu/
+// vnni_gemm.h), which both their kernels read.
 // An act-order weight (group_index) is repacked once, at load, with its columns sorted by
 // group, so that every group is a contiguous run of group_size columns; each call then gathers
 // the activations into the same order (K values per row against N·K weights).
@@ -23,15 +24,14 @@ class Int4KernelWeight {
  public:
   // Needs cols and group_size to be multiples of 8 and, with a group index, exactly group_size
   // columns in every group (what GPTQ act-order writes); int8 activations also need a group size
-  // that is a multiple of 32 and a CPU with AVX2 or AVX-512 VNNI (FAILED_PRECONDITION without).
+  // that is a multiple of 32 and a CPU with AVX2 or AVX-512 VNNI, bf16 ones a CPU with AVX512-BF16
+  // (FAILED_PRECONDITION without).
   static absl::StatusOr<Int4KernelWeight> Prepare(
       const PackedInt4Weight& weight, Int4Activations activations = Int4Activations::kExact);
 
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
-  Int4Activations activations() const {
-    return vnni_.has_value() ? Int4Activations::kInt8 : Int4Activations::kExact;
-  }
+  Int4Activations activations() const { return activations_; }
 
   // y [batch, rows()] = x [batch, cols()] · Wᵀ, row-major float32.
   void Multiply(const float* x, int64_t batch, float* y,
@@ -45,7 +45,7 @@ class Int4KernelWeight {
   // Resident bytes of the weight: packed words, scales and zero points.
   int64_t ByteSize() const;
 
-  // Exact activations only (int8 ones hold the VNNI layout instead): the packed words, scales and
+  // Exact activations only (the others hold the VNNI layout instead): the packed words, scales and
   // zero points with the columns sorted by group, and the input column each sorted one reads
   // (empty: its own). What a device copy is made from (common/model/ops/int4_tensors.h).
   kernels::cpu::Int4Matrix Matrix() const;
@@ -59,7 +59,8 @@ class Int4KernelWeight {
   int64_t rows_ = 0;
   int64_t cols_ = 0;
   int64_t group_size_ = 0;
-  // Exact activations: the packed words, scales and zero points; int8 ones: the VNNI layout alone.
+  Int4Activations activations_ = Int4Activations::kExact;
+  // Exact activations: the packed words, scales and zero points; the others: the VNNI layout alone.
   kernels::cpu::HugePageVector<int32_t> packed_;
   kernels::cpu::HugePageVector<float> scales_;
   kernels::cpu::HugePageVector<int8_t> zero_points_;  // empty: symmetric

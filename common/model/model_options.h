@@ -22,8 +22,8 @@ struct ModelOptions {
   // requires grad, and a W4A16 Linear becomes a FakeQuantLinear on its frozen grid (QAD). The
   // loaded model lists them in parameters().
   bool trainable = false;
-  // What W4A16 projections multiply on the CPU: exact float32 activations (the default), or int8
-  // ones (W4A8; common/int4/int4_activations.h).
+  // What W4A16 projections multiply on the CPU: exact float32 activations (the default), bf16 or
+  // int8 ones (common/int4/int4_activations.h).
   quant::Int4Activations int4_activations = quant::Int4Activations::kExact;
   // The LM head's (a model that does not train, on a CPU); the input embedding stays as stored.
   HeadWeights head = HeadWeights::kStored;

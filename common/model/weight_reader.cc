@@ -105,11 +105,13 @@ Linear WeightReader::Projection(std::string_view module, int64_t rows, int64_t c
                   Fail(absl::Status(status.code(), absl::StrCat(full_name, ": ", status.message())),
                        shape, options_.dtype));
   };
-  // Off the CPU the weight is uploaded from the exact layout: int8 activations are the CPU's.
+  // Off the CPU the weight is uploaded from the exact layout: the other modes are the CPU's.
   const bool on_cpu = options_.device.is_cpu();
   if (!on_cpu && options_.int4_activations != quant::Int4Activations::kExact) {
-    return failed(absl::InvalidArgumentError(absl::StrCat(
-        "int8 activations are a CPU mode; on ", options_.device.str(), " W4A16 takes bf16 ones")));
+    return failed(absl::InvalidArgumentError(
+        absl::StrCat(quant::Int4ActivationsName(options_.int4_activations),
+                     " INT4 activations are a CPU mode; on ", options_.device.str(),
+                     " W4A16 takes the model's own")));
   }
   absl::StatusOr<quant::Int4KernelWeight> kernel =
       quant::Int4KernelWeight::Prepare(*packed, options_.int4_activations);

@@ -5,7 +5,10 @@
 
 #include <cmath>
 #include <random>
+#include <vector>
 
+#include "kernels/cpu/bf16_gemm.h"
+#include "kernels/cpu/vnni_gemm.h"
 #include "tests/unit/common/int4/random_int4_weight.h"
 
 namespace specd::quant {
@@ -76,34 +79,45 @@ TEST(Int4KernelWeightTest, HoldsHalfAByteAWeightPlusScales) {
   EXPECT_EQ(prepared->ByteSize(), 256 * 1024 / 2 + 256 * 8 * sizeof(float));
 }
 
-// For int8 activations the VNNI layout keeps the scales in half precision, exact for a
+// The activation modes this CPU runs other than the exact one.
+std::vector<Int4Activations> RoundingModesThisCpuRuns() {
+  std::vector<Int4Activations> modes;
+  if (kernels::cpu::CpuHasBf16Gemm()) modes.push_back(Int4Activations::kBf16);
+  if (kernels::cpu::BestVnniGemmIsa() != kernels::cpu::VnniGemmIsa::kNone) {
+    modes.push_back(Int4Activations::kInt8);
+  }
+  return modes;
+}
+
+// For bf16 and int8 activations the VNNI layout keeps the scales in half precision, exact for a
 // checkpoint's bf16 or f16 ones, and zero codes only where the weight has zero points.
-TEST(Int4KernelWeightTest, OnInt8ActivationsHoldsTheSameWeightWithHalfScales) {
-  if (kernels::cpu::BestVnniGemmIsa() == kernels::cpu::VnniGemmIsa::kNone) {
-    GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512 VNNI";
+TEST(Int4KernelWeightTest, RoundingModesHoldTheSameWeightWithHalfScales) {
+  if (RoundingModesThisCpuRuns().empty()) GTEST_SKIP() << "this CPU has no AVX2";
+  for (const Int4Activations mode : RoundingModesThisCpuRuns()) {
+    SCOPED_TRACE(Int4ActivationsName(mode));
+    std::mt19937 rng(8);
+    for (const Int4Layout& layout : std::vector<Int4Layout>{
+             {.rows = 37, .cols = 256, .group_size = 128},
+             {.rows = 20, .cols = 192, .group_size = 32, .symmetric = false},
+             {.rows = 16, .cols = 128, .group_size = 64, .scale_dtype = io::DType::kF16},
+             {.rows = 29, .cols = 256, .group_size = 64, .symmetric = false, .act_order = true}}) {
+      const PackedInt4Weight weight = RandomPackedWeight(layout, rng);
+      const absl::StatusOr<Int4KernelWeight> prepared = Int4KernelWeight::Prepare(weight, mode);
+      ASSERT_TRUE(prepared.ok()) << prepared.status();
+      EXPECT_EQ(prepared->activations(), mode);
+      EXPECT_EQ(prepared->Dequantize(), Dequantize(weight)) << layout.rows << "x" << layout.cols;
+    }
+    const Int4Layout shape{.rows = 256, .cols = 1024, .group_size = 128};
+    const absl::StatusOr<Int4KernelWeight> symmetric =
+        Int4KernelWeight::Prepare(RandomPackedWeight(shape, rng), mode);
+    Int4Layout with_zero_points = shape;
+    with_zero_points.symmetric = false;
+    const absl::StatusOr<Int4KernelWeight> asymmetric =
+        Int4KernelWeight::Prepare(RandomPackedWeight(with_zero_points, rng), mode);
+    ASSERT_TRUE(symmetric.ok() && asymmetric.ok());
+    EXPECT_EQ(symmetric->ByteSize(), 256 * 1024 / 2 + 256 * 8 * 2);
+    EXPECT_EQ(asymmetric->ByteSize(), 256 * 1024 / 2 + 256 * 8 * (2 + 1));
   }
-  std::mt19937 rng(8);
-  for (const Int4Layout& layout : std::vector<Int4Layout>{
-           {.rows = 37, .cols = 256, .group_size = 128},
-           {.rows = 20, .cols = 192, .group_size = 32, .symmetric = false},
-           {.rows = 16, .cols = 128, .group_size = 64, .scale_dtype = io::DType::kF16},
-           {.rows = 29, .cols = 256, .group_size = 64, .symmetric = false, .act_order = true}}) {
-    const PackedInt4Weight weight = RandomPackedWeight(layout, rng);
-    const absl::StatusOr<Int4KernelWeight> prepared =
-        Int4KernelWeight::Prepare(weight, Int4Activations::kInt8);
-    ASSERT_TRUE(prepared.ok()) << prepared.status();
-    EXPECT_EQ(prepared->Dequantize(), Dequantize(weight)) << layout.rows << "x" << layout.cols;
-  }
-  const Int4Layout shape{.rows = 256, .cols = 1024, .group_size = 128};
-  const absl::StatusOr<Int4KernelWeight> symmetric =
-      Int4KernelWeight::Prepare(RandomPackedWeight(shape, rng), Int4Activations::kInt8);
-  Int4Layout with_zero_points = shape;
-  with_zero_points.symmetric = false;
-  const absl::StatusOr<Int4KernelWeight> asymmetric =
-      Int4KernelWeight::Prepare(RandomPackedWeight(with_zero_points, rng), Int4Activations::kInt8);
-  ASSERT_TRUE(symmetric.ok() && asymmetric.ok());
-  EXPECT_EQ(symmetric->ByteSize(), 256 * 1024 / 2 + 256 * 8 * 2);
-  EXPECT_EQ(asymmetric->ByteSize(), 256 * 1024 / 2 + 256 * 8 * (2 + 1));
 }
 
 TEST(Int4KernelWeightTest, RefusesLayoutsTheKernelDoesNotRun) {

@@ -21,6 +21,7 @@
 #include "common/model/qwen35_model.h"
 #include "common/model/weight_reader.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/vnni_gemm.h"
 #include "tests/support/paths.h"
 #include "tests/support/temp_dir.h"
@@ -59,6 +60,31 @@ QuantizedModuleMatcher FixtureQuantizedLinears() {
 class W4A16FixtureTest : public testing::FixtureSuite {
  protected:
   static void SetUpTestSuite() { LoadFixture(kFixture); }
+
+  // The fixture's prefill with the quantized Linears on `activations`: the share of argmax
+  // predictions that agree with transformers' (printed with the largest |Δlogit| beside bf16
+  // activations' throughout the model).
+  static double PrefillAgreement(quant::Int4Activations activations) {
+    absl::StatusOr<Qwen35Model> model =
+        Qwen35Model::Load(FixtureDir(), {.int4_activations = activations});
+    EXPECT_TRUE(model.ok()) << model.status();
+    if (!model.ok()) return 0;
+    absl::StatusOr<Qwen35Cache> cache = model->NewCache(static_cast<int64_t>(ids_.size()));
+    EXPECT_TRUE(cache.ok());
+    if (!cache.ok()) return 0;
+    absl::StatusOr<ForwardOutput> out = model->Prefill(ids_, *cache, AllLogits());
+    EXPECT_TRUE(out.ok()) << out.status();
+    if (!out.ok()) return 0;
+    const at::Tensor expected = ReferenceTensor(*reference_, "prefill_logits");
+    const double agreement =
+        out->logits.argmax(-1).eq(expected.argmax(-1)).to(at::kDouble).mean().item<double>();
+    std::cout << quant::Int4ActivationsName(activations)
+              << " INT4 activations: prefill max |dlogit| " << MaxAbsDiff(out->logits, expected)
+              << " (logits span " << (expected.max() - expected.min()).item<double>()
+              << "), argmax agreement " << agreement
+              << " (bf16 activations throughout: " << Bfloat16PrefillAgreement(kFixture) << ")\n";
+    return agreement;
+  }
 };
 
 TEST_F(W4A16FixtureTest, PrefillLogitsMatchTransformers) {
@@ -101,21 +127,15 @@ TEST_F(W4A16FixtureTest, Int8ActivationsKeepMostPredictions) {
   if (kernels::cpu::BestVnniGemmIsa() == kernels::cpu::VnniGemmIsa::kNone) {
     GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512 VNNI";
   }
-  absl::StatusOr<Qwen35Model> int8 =
-      Qwen35Model::Load(FixtureDir(), {.int4_activations = quant::Int4Activations::kInt8});
-  ASSERT_TRUE(int8.ok()) << int8.status();
-  absl::StatusOr<Qwen35Cache> cache = int8->NewCache(static_cast<int64_t>(ids_.size()));
-  ASSERT_TRUE(cache.ok());
-  absl::StatusOr<ForwardOutput> out = int8->Prefill(ids_, *cache, AllLogits());
-  ASSERT_TRUE(out.ok()) << out.status();
-  const at::Tensor expected = ReferenceTensor(*reference_, "prefill_logits");
-  const double agreement =
-      out->logits.argmax(-1).eq(expected.argmax(-1)).to(at::kDouble).mean().item<double>();
-  const double bf16_agreement = Bfloat16PrefillAgreement(kFixture);
-  std::cout << "W4A8 prefill max |dlogit| " << MaxAbsDiff(out->logits, expected) << " (logits span "
-            << (expected.max() - expected.min()).item<double>() << "), argmax agreement "
-            << agreement << " (bf16 activations: " << bf16_agreement << ")\n";
-  EXPECT_GE(agreement, 0.85);
+  EXPECT_GE(PrefillAgreement(quant::Int4Activations::kInt8), 0.85);
+}
+
+// bf16 activations into the INT4 projections alone (the rest of the model in float32): measured,
+// max |Δlogit| 2.6 of the span of 74 and 97 % of the argmax predictions kept, about what bf16
+// activations throughout the model keep (98 %).
+TEST_F(W4A16FixtureTest, Bf16ActivationsKeepNearlyEveryPrediction) {
+  if (!kernels::cpu::CpuHasBf16Gemm()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  EXPECT_GE(PrefillAgreement(quant::Int4Activations::kBf16), 0.95);
 }
 
 TEST(W4A16LinearsTest, ConfigSelectsEveryLinearButTheIgnoredOnes) {
