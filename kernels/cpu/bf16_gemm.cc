@@ -4,8 +4,7 @@
 // r's columns, (0, 2), (4, 6), (1, 3) or (5, 7), so that x, stored in that order per 8 columns,
 // meets them as one broadcast 32-bit pair each: 16 rows advance with no horizontal sum.
 //
-// Tiles as in the VNNI body (vnni_gemm_avx512.cc): one x row takes four blocks of 16 W rows at a
-// time; several x rows take up to 16 against one block, a chunk unpacked once for all of them.
+// Tiles as the VNNI body's (row_tiles.h, ForEachBlockTile).
 
 // GCC 12 flags the `_mm512_undefined_*` inside its own AVX-512 intrinsics as uninitialized when
 // they are inlined into target("avx512f") functions (GCC bug 105593, fixed in 13).
@@ -18,6 +17,8 @@
 #include <algorithm>
 #include <cstring>
 #include <vector>
+
+#include "kernels/cpu/row_tiles.h"
 
 #define SPECD_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma,f16c")))
 
@@ -157,29 +158,6 @@ SPECD_BF16 void Bf16Body::Tile(int64_t m0, int64_t b0) const {
   }
 }
 
-// Blocks [b, end) in tiles of kM x rows from m0 by kN blocks, a last ragged one by single blocks.
-template <int kM, int kN>
-SPECD_BF16 void TileBlocks(const Bf16Body& body, int64_t m0, int64_t b, int64_t end) {
-  for (; b + kN <= end; b += kN) body.Tile<kM, kN>(m0, b);
-  for (; b < end; ++b) body.Tile<kM, 1>(m0, b);
-}
-
-SPECD_BF16 void RowBlocks(const Bf16Body& body, int64_t rows, int64_t begin, int64_t end) {
-  if (rows == 1) return TileBlocks<1, 4>(body, 0, begin, end);
-  // A few blocks at a time, every x row against them, so their codes come from L1 after the
-  // first tile of rows.
-  constexpr int64_t kBlocksAtATime = 4;
-  for (int64_t b = begin; b < end; b += kBlocksAtATime) {
-    const int64_t stop = std::min(end, b + kBlocksAtATime);
-    int64_t m = 0;
-    for (; m + 16 <= rows; m += 16) TileBlocks<16, 1>(body, m, b, stop);
-    if (m + 8 <= rows) TileBlocks<8, 1>(body, m, b, stop), m += 8;
-    if (m + 4 <= rows) TileBlocks<4, 2>(body, m, b, stop), m += 4;
-    if (m + 2 <= rows) TileBlocks<2, 2>(body, m, b, stop), m += 2;
-    if (m < rows) TileBlocks<1, 4>(body, m, b, stop);
-  }
-}
-
 }  // namespace
 
 bool CpuHasBf16Gemm() {
@@ -199,8 +177,9 @@ void Bf16Gemm(const float* x, int64_t rows, const VnniMatrix& w, float* y, Threa
   });
   const Bf16Body body{rounded, w, y};
   const int64_t blocks = (w.rows + kVnniRowBlock - 1) / kVnniRowBlock;
-  pool.ParallelFor(blocks, 4,
-                   [&](int64_t begin, int64_t end) { RowBlocks(body, rows, begin, end); });
+  pool.ParallelFor(blocks, 4, [&](int64_t begin, int64_t end) {
+    internal::ForEachBlockTile(body, rows, begin, end);
+  });
 }
 
 }  // namespace specd::kernels::cpu

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/cpu/row_tiles.h"
 #include "kernels/cpu/vnni_gemm_internal.h"
 
 #define SPECD_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni,fma,f16c")))
@@ -150,32 +151,12 @@ SPECD_VNNI void VnniBody<kBits>::Tile(int64_t m0, int64_t b0) const {
   }
 }
 
-// Blocks [b, end) in tiles of kM x rows from m0 by kN blocks, a last ragged one by single blocks.
-template <int kM, int kN, int kBits>
-SPECD_VNNI void TileBlocks(const VnniBody<kBits>& body, int64_t m0, int64_t b, int64_t end) {
-  for (; b + kN <= end; b += kN) body.template Tile<kM, kN>(m0, b);
-  for (; b < end; ++b) body.template Tile<kM, 1>(m0, b);
-}
-
 }  // namespace
 
 template <int kBits>
-SPECD_VNNI void VnniRowBlocksAvx512(const QuantizedRows& x, int64_t rows, const VnniMatrix& w,
-                                    int64_t begin, int64_t end, float* y) {
-  const VnniBody<kBits> body{x, w, y};
-  if (rows == 1) return TileBlocks<1, 4>(body, 0, begin, end);
-  // A few blocks at a time, every x row against them, so their codes come from L1 after the
-  // first tile of rows.
-  constexpr int64_t kBlocksAtATime = 4;
-  for (int64_t b = begin; b < end; b += kBlocksAtATime) {
-    const int64_t stop = std::min(end, b + kBlocksAtATime);
-    int64_t m = 0;
-    for (; m + 16 <= rows; m += 16) TileBlocks<16, 1>(body, m, b, stop);
-    if (m + 8 <= rows) TileBlocks<8, 1>(body, m, b, stop), m += 8;
-    if (m + 4 <= rows) TileBlocks<4, 2>(body, m, b, stop), m += 4;
-    if (m + 2 <= rows) TileBlocks<2, 2>(body, m, b, stop), m += 2;
-    if (m < rows) TileBlocks<1, 4>(body, m, b, stop);
-  }
+void VnniRowBlocksAvx512(const QuantizedRows& x, int64_t rows, const VnniMatrix& w, int64_t begin,
+                         int64_t end, float* y) {
+  ForEachBlockTile(VnniBody<kBits>{x, w, y}, rows, begin, end);
 }
 
 template void VnniRowBlocksAvx512<4>(const QuantizedRows&, int64_t, const VnniMatrix&, int64_t,

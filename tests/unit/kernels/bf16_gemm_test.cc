@@ -9,6 +9,8 @@
 #include <random>
 #include <vector>
 
+#include "tests/unit/kernels/random_vnni_matrix.h"
+
 namespace specd::kernels::cpu {
 namespace {
 
@@ -65,20 +67,8 @@ TEST(Bf16GemmTest, FourBitCodesOnBf16Activations) {
     for (const bool symmetric : {true, false}) {
       SCOPED_TRACE(::testing::Message() << shape.x_rows << " × " << shape.cols << " → "
                                         << shape.rows << (symmetric ? "" : ", zero points"));
-      const int64_t groups = shape.cols / shape.group_size;
-      std::vector<int32_t> packed(shape.rows * shape.cols / 8);
-      for (int32_t& word : packed) word = static_cast<int32_t>(rng());
-      std::vector<float> scales(shape.rows * groups);
-      std::uniform_real_distribution<float> scale(1e-3f, 1e-1f);
-      for (float& s : scales) s = scale(rng);
-      std::vector<int8_t> zeros(scales.size());
-      for (int8_t& zero : zeros) zero = static_cast<int8_t>(static_cast<int>(rng() % 16) - 8);
-      const VnniMatrix w = RepackInt4ForVnni({.packed = packed.data(),
-                                              .scales = scales.data(),
-                                              .zero_points = symmetric ? nullptr : zeros.data(),
-                                              .rows = shape.rows,
-                                              .cols = shape.cols,
-                                              .group_size = shape.group_size});
+      const VnniMatrix w =
+          testing::RandomInt4VnniMatrix(shape.rows, shape.cols, shape.group_size, symmetric, rng);
       // Activations over a wide range, as hidden states have.
       std::vector<float> x(shape.x_rows * shape.cols);
       for (float& v : x) v = normal(rng) * std::ldexp(1.0f, static_cast<int>(rng() % 9) - 4);
