@@ -80,8 +80,6 @@ SPECD_BF16 inline __m512bh Pair(const uint16_t* at) {
 
 template <int kM, int kN>
 SPECD_BF16 void Bf16Body::Tile(int64_t m0, int64_t b0) const {
-  // Fewer than 8 sums: each sums in two chains, to cover the dot product's latency.
-  constexpr int kChains = kM * kN < 8 ? 2 : 1;
   const int64_t cols = w.cols;
   const int64_t groups = cols / w.group_size;
   const uint8_t* codes[kN];
@@ -97,11 +95,12 @@ SPECD_BF16 void Bf16Body::Tile(int64_t m0, int64_t b0) const {
     for (int j = 0; j < kN; ++j) acc[i][j] = _mm512_setzero_ps();
   }
   for (int64_t g = 0; g < groups; ++g) {
-    __m512 dot[kChains][kM][kN];
-    for (int h = 0; h < kChains; ++h) {
-      for (int i = 0; i < kM; ++i) {
-        for (int j = 0; j < kN; ++j) dot[h][i][j] = _mm512_setzero_ps();
-      }
+    // One chain of sums per row and block in every tile shape (unlike the VNNI body's exact
+    // integer sums, float ones in two chains would make a row's result depend on its tile: a
+    // decode step's on whether it runs alone or in a batch).
+    __m512 dot[kM][kN];
+    for (int i = 0; i < kM; ++i) {
+      for (int j = 0; j < kN; ++j) dot[i][j] = _mm512_setzero_ps();
     }
     for (int64_t k = g * w.group_size; k < (g + 1) * w.group_size; k += 8) {
       __m512bh weights[kN][4];  // lane r: columns (0, 2), (4, 6), (1, 3), (5, 7) of row r
@@ -122,9 +121,8 @@ SPECD_BF16 void Bf16Body::Tile(int64_t m0, int64_t b0) const {
         const uint16_t* pairs = xs + i * cols + k;
         for (int p = 0; p < 4; ++p) {
           const __m512bh x_pair = Pair(pairs + 2 * p);
-          const int h = p % kChains;
           for (int j = 0; j < kN; ++j)
-            dot[h][i][j] = _mm512_dpbf16_ps(dot[h][i][j], weights[j][p], x_pair);
+            dot[i][j] = _mm512_dpbf16_ps(dot[i][j], weights[j][p], x_pair);
         }
       }
     }
@@ -143,8 +141,8 @@ SPECD_BF16 void Bf16Body::Tile(int64_t m0, int64_t b0) const {
     for (int i = 0; i < kM; ++i) {
       const __m512 x_sum = _mm512_set1_ps(x.sums[(m0 + i) * groups + g]);
       for (int j = 0; j < kN; ++j) {
-        const __m512 sum = kChains == 2 ? _mm512_add_ps(dot[0][i][j], dot[1][i][j]) : dot[0][i][j];
-        acc[i][j] = _mm512_fmadd_ps(scale[j], _mm512_fnmadd_ps(offset[j], x_sum, sum), acc[i][j]);
+        acc[i][j] =
+            _mm512_fmadd_ps(scale[j], _mm512_fnmadd_ps(offset[j], x_sum, dot[i][j]), acc[i][j]);
       }
     }
   }

@@ -86,5 +86,24 @@ TEST(Bf16GemmTest, FourBitCodesOnBf16Activations) {
   }
 }
 
+// A row's result does not depend on the other rows of the call (decode against a verify block or a
+// batch): every tile shape adds a row's products in the same order.
+TEST(Bf16GemmTest, ARowsResultIsTheSameInAnyBatch) {
+  if (!CpuHasBf16Gemm()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  std::mt19937 rng(13);
+  const VnniMatrix w = testing::RandomInt4VnniMatrix(100, 512, 128, true, rng);
+  constexpr int64_t kRows = 31;
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(kRows * w.cols);
+  for (float& v : x) v = normal(rng);
+  std::vector<float> batch(kRows * w.rows);
+  Bf16Gemm(x.data(), kRows, w, batch.data());
+  for (int64_t m = 0; m < kRows; ++m) {
+    std::vector<float> alone(w.rows);
+    Bf16Gemm(x.data() + m * w.cols, 1, w, alone.data());
+    EXPECT_TRUE(std::equal(alone.begin(), alone.end(), batch.begin() + m * w.rows)) << m;
+  }
+}
+
 }  // namespace
 }  // namespace specd::kernels::cpu

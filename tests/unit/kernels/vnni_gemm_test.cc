@@ -109,6 +109,26 @@ TEST(VnniGemmTest, FourBitCodesOnInt8Activations) {
   }
 }
 
+// A row's result does not depend on the other rows of the call (decode against a verify block or a
+// batch): every tile shape adds a row's products in the same order.
+TEST(VnniGemmTest, ARowsResultIsTheSameInAnyBatch) {
+  if (IsasThisCpuRuns().empty()) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512 VNNI";
+  std::mt19937 rng(13);
+  const VnniMatrix w = testing::RandomInt4VnniMatrix(100, 512, 128, true, rng);
+  constexpr int64_t kRows = 31;
+  const std::vector<float> x = Normal(kRows * w.cols, rng);
+  for (const VnniGemmIsa isa : IsasThisCpuRuns()) {
+    SCOPED_TRACE(isa == VnniGemmIsa::kAvx2 ? "avx2" : "avx512 vnni");
+    std::vector<float> batch(kRows * w.rows);
+    VnniGemm(x.data(), kRows, w, batch.data(), ThreadPool::Shared(), isa);
+    for (int64_t m = 0; m < kRows; ++m) {
+      std::vector<float> alone(w.rows);
+      VnniGemm(x.data() + m * w.cols, 1, w, alone.data(), ThreadPool::Shared(), isa);
+      EXPECT_TRUE(std::equal(alone.begin(), alone.end(), batch.begin() + m * w.rows)) << m;
+    }
+  }
+}
+
 TEST(VnniGemmTest, EightBitRowsOnInt8Activations) {
   if (IsasThisCpuRuns().empty()) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512 VNNI";
   std::mt19937 rng(7);
