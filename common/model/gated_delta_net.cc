@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "common/model/ops/ops.h"
@@ -130,12 +131,14 @@ at::Tensor GatedDeltaNet::Forward(const at::Tensor& x, std::span<LayerCache* con
   const auto per_value_head = [&](const at::Tensor& t) {
     return repeats == 1 ? t : t.repeat_interleave(repeats, 1);
   };
+  ops::DeltaRuleGates gates = ops::GatedDeltaNetGates(
+      in_proj_a_.Forward(x).to(at::kFloat), in_proj_b_.Forward(x).to(at::kFloat), a_log_, dt_bias_);
   const DeltaRuleInputs inputs{
       .q = per_value_head(q),
       .k = per_value_head(k),
       .v = heads_of(2 * key_width, dims_.value_heads, dims_.value_dim),
-      .g = -a_log_.exp() * at::softplus(in_proj_a_.Forward(x).to(at::kFloat) + dt_bias_),
-      .beta = at::sigmoid(in_proj_b_.Forward(x).to(at::kFloat)),
+      .g = std::move(gates.g),
+      .beta = std::move(gates.beta),
   };
   std::vector<GatedDeltaNetState::Recurrence> recurrence_parts;
   for (size_t i = 0; i < caches.size(); ++i) {

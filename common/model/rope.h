@@ -26,7 +26,8 @@ class RotaryEmbedding {
   RotaryAngles Angles(const at::Tensor& positions) const;
 
  private:
-  at::Tensor inv_freq_;  // [rotary_dim / 2], float32
+  at::Tensor inv_freq_;  // [rotary_dim / 2], float32 on the CPU
+  c10::Device device_ = c10::kCPU;
   c10::ScalarType dtype_ = c10::kFloat;
 };
 

@@ -59,7 +59,8 @@ SPECD_AVX2 __m256 LaneSums(const __m256 (&x)[8]) {
 template <int64_t kDim>
 struct Task {
   static constexpr int64_t kMaxRows = kQueryTile * kMaxGroup;
-  static constexpr int64_t kDimsAtOnce = 64;  // of a value row, per pass over the block's keys
+  // Of a value row, per pass over the block's keys.
+  static constexpr int64_t kDimsAtOnce = std::min<int64_t>(64, kDim);
 
   const AttentionShape& shape;
   const float* q;
@@ -220,13 +221,15 @@ void Run(const AttentionShape& shape, const float* q, const float* k, const floa
 bool AttentionTakes(const AttentionShape& shape) {
   const int64_t dim = shape.head_dim;
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         (dim == 64 || dim == 128 || dim == 256) && shape.kv_heads > 0 &&
+         (dim == 32 || dim == 64 || dim == 128 || dim == 256) && shape.kv_heads > 0 &&
          shape.heads % shape.kv_heads == 0 && shape.heads / shape.kv_heads <= kMaxGroup;
 }
 
 void Attention(const AttentionShape& shape, const float* q, const float* k, const float* v,
                const KeyRange* ranges, float* out, ThreadPool& pool) {
   switch (shape.head_dim) {
+    case 32:
+      return Run<32>(shape, q, k, v, ranges, out, pool);
     case 64:
       return Run<64>(shape, q, k, v, ranges, out, pool);
     case 128:

@@ -30,7 +30,7 @@ struct KeyRange {
   int64_t end = 0;
 };
 
-// Whether Attention takes `shape` on this CPU: AVX2 + FMA, heads of 64, 128 or 256, and at most
+// Whether Attention takes `shape` on this CPU: AVX2 + FMA, heads of 32, 64, 128 or 256, and at most
 // 16 query heads per KV head.
 bool AttentionTakes(const AttentionShape& shape);
 

@@ -15,6 +15,7 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/available_cpus.h"
 #include "kernels/cpu/causal_conv1d.h"
+#include "kernels/cpu/delta_rule_gates.h"
 #include "kernels/cpu/dense_gemm.h"
 #include "kernels/cpu/gated_delta_rule.h"
 #include "kernels/cpu/rms_norm.h"
@@ -38,16 +39,17 @@ bool KernelsTake(std::initializer_list<const at::Tensor*> tensors) {
   return true;
 }
 
-// float32 rows against a contiguous bf16 weight, or one against a float32 weight (the decode
-// step's GEMV: BLAS sgemm would first pack, i.e. copy, the whole weight). Several rows against a
-// float32 weight stay with BLAS, as the trainable model computes them; a bf16 weight always takes
-// the kernel, where BLAS would need it widened, a copy of the whole matrix per call.
+// float32 rows against a contiguous float32 or bf16 weight, as many as there are: a row's sums
+// run in one order whatever rows come with it, so a verify block's logits are bitwise those of
+// decode steps (BLAS sums a row differently at one row and at several), and neither a decode
+// step's GEMV (BLAS would first pack, i.e. copy, the whole weight) nor a bf16 weight (BLAS
+// would need it widened) pays a copy.
 at::Tensor Project(const at::Tensor& x, const at::Tensor& weight) {
   const bool bf16 = weight.scalar_type() == at::kBFloat16;
   const int64_t rows = x.size(-1) == 0 ? 0 : x.numel() / x.size(-1);
   const bool recorded = weight.requires_grad() && at::GradMode::is_enabled();
-  const bool takes = KernelsTake({&x}) && weight.is_contiguous() &&
-                     (bf16 ? !recorded : KernelsTake({&weight}) && rows == 1);
+  const bool takes =
+      KernelsTake({&x}) && weight.is_contiguous() && (bf16 ? !recorded : KernelsTake({&weight}));
   if (!takes) return ReferenceOps().project(x, weight);
   TORCH_CHECK(weight.dim() == 2 && weight.size(1) == x.size(-1), "Project: weight ", weight.sizes(),
               " does not take ", x.size(-1), " input features");
@@ -263,6 +265,20 @@ at::Tensor BatchedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::
   return ReferenceOps().batched_gated_delta_rule(q, k, v, g, beta, sequences);
 }
 
+DeltaRuleGates GatedDeltaNetGates(const at::Tensor& a, const at::Tensor& b, const at::Tensor& a_log,
+                                  const at::Tensor& dt_bias) {
+  if (!KernelsTake({&a, &b, &a_log, &dt_bias})) {
+    return ReferenceOps().gated_delta_net_gates(a, b, a_log, dt_bias);
+  }
+  const at::Tensor ac = a.contiguous(), bc = b.contiguous();
+  const at::Tensor lc = a_log.contiguous(), dc = dt_bias.contiguous();
+  DeltaRuleGates gates{.g = at::empty_like(ac), .beta = at::empty_like(bc)};
+  kernels::cpu::DeltaRuleGates(ac.data_ptr<float>(), bc.data_ptr<float>(), a.size(0), a.size(1),
+                               lc.data_ptr<float>(), dc.data_ptr<float>(),
+                               gates.g.data_ptr<float>(), gates.beta.data_ptr<float>());
+  return gates;
+}
+
 // The conv kernel over float32 inputs, each sequence's state advanced and silu applied (the
 // Gated DeltaNet's step) or neither; nothing where it does not take them.
 std::optional<at::Tensor> ConvKernel(const at::Tensor& x, const at::Tensor& weight,
@@ -313,6 +329,7 @@ const Backend& CpuBackend() {
               .chunked_gated_delta_rule =
                   &ChunkedGatedDeltaRuleOr<&kernels_cpu::SequenceDeltaRuleKernel>,
               .batched_gated_delta_rule = &kernels_cpu::BatchedDeltaRule,
+              .gated_delta_net_gates = &kernels_cpu::GatedDeltaNetGates,
               .attention = &kernels_cpu::Attention,
               .rms_norm = &kernels_cpu::RmsNorm,
               .gated_rms_norm = &kernels_cpu::GatedRmsNorm,

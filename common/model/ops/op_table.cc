@@ -26,6 +26,7 @@ OpTable Merged(const OpTable& backend) {
   take(merged.recurrent_gated_delta_rule, backend.recurrent_gated_delta_rule);
   take(merged.chunked_gated_delta_rule, backend.chunked_gated_delta_rule);
   take(merged.batched_gated_delta_rule, backend.batched_gated_delta_rule);
+  take(merged.gated_delta_net_gates, backend.gated_delta_net_gates);
   take(merged.attention, backend.attention);
   take(merged.rms_norm, backend.rms_norm);
   take(merged.gated_rms_norm, backend.gated_rms_norm);

@@ -35,6 +35,9 @@ struct OpTable {
                                          const at::Tensor& v, const at::Tensor& g,
                                          const at::Tensor& beta,
                                          std::span<const DeltaRuleSequence> sequences) = nullptr;
+  DeltaRuleGates (*gated_delta_net_gates)(const at::Tensor& a, const at::Tensor& b,
+                                          const at::Tensor& a_log,
+                                          const at::Tensor& dt_bias) = nullptr;
   at::Tensor (*attention)(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                           const Visibility& visibility) = nullptr;
   at::Tensor (*rms_norm)(const at::Tensor& x, const at::Tensor& weight, double eps,

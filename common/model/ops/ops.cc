@@ -78,6 +78,14 @@ at::Tensor GatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Te
   return OpsFor(q.device().type()).batched_gated_delta_rule(q, k, v, g, beta, sequences);
 }
 
+DeltaRuleGates GatedDeltaNetGates(const at::Tensor& a, const at::Tensor& b, const at::Tensor& a_log,
+                                  const at::Tensor& dt_bias) {
+  TORCH_CHECK(a.dim() == 2 && b.sizes() == a.sizes() &&
+                  a_log.sizes() == at::IntArrayRef({a.size(1)}) && dt_bias.sizes() == a_log.sizes(),
+              "GatedDeltaNetGates: inconsistent shapes");
+  return OpsFor(a.device().type()).gated_delta_net_gates(a, b, a_log, dt_bias);
+}
+
 at::Tensor Attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                      const Visibility& visibility) {
   return OpsFor(q.device().type()).attention(q, k, v, visibility);

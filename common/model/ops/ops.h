@@ -69,6 +69,15 @@ at::Tensor GatedDeltaRule(const at::Tensor& q, const at::Tensor& k, const at::Te
                           const at::Tensor& g, const at::Tensor& beta,
                           std::span<const DeltaRuleSequence> sequences);
 
+// The delta rule's g and beta from a Gated DeltaNet layer's projections a, b [T, heads] float32:
+// g = −exp(a_log) · softplus(a + dt_bias), beta = sigmoid(b), with a_log, dt_bias [heads].
+struct DeltaRuleGates {
+  at::Tensor g;     // [T, heads]
+  at::Tensor beta;  // [T, heads]
+};
+DeltaRuleGates GatedDeltaNetGates(const at::Tensor& a, const at::Tensor& b, const at::Tensor& a_log,
+                                  const at::Tensor& dt_bias);
+
 // Which keys each query sees. Queries sit at absolute positions [query_start, query_start + Tq),
 // keys at [key_start, key_start + Tk).
 struct Visibility {

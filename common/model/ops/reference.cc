@@ -181,6 +181,11 @@ at::Tensor GatedRmsNorm(const at::Tensor& x, const at::Tensor& gate, const at::T
 
 at::Tensor SiluMul(const at::Tensor& gate, const at::Tensor& up) { return at::silu(gate) * up; }
 
+DeltaRuleGates GatedDeltaNetGates(const at::Tensor& a, const at::Tensor& b, const at::Tensor& a_log,
+                                  const at::Tensor& dt_bias) {
+  return {.g = -a_log.exp() * at::softplus(a + dt_bias), .beta = at::sigmoid(b)};
+}
+
 at::Tensor RowArgmax(const at::Tensor& x) { return x.argmax(-1); }
 
 // In double: float32's sum over a vocabulary is off by ~1e-5, enough to move a top-p cut.
@@ -312,6 +317,7 @@ const OpTable& ReferenceOps() {
                              .recurrent_gated_delta_rule = &composition::RecurrentGatedDeltaRule,
                              .chunked_gated_delta_rule = &composition::ChunkedGatedDeltaRule,
                              .batched_gated_delta_rule = &composition::BatchedGatedDeltaRule,
+                             .gated_delta_net_gates = &composition::GatedDeltaNetGates,
                              .attention = &composition::Attention,
                              .rms_norm = &composition::RmsNorm,
                              .gated_rms_norm = &composition::GatedRmsNorm,

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -189,6 +190,42 @@ TEST(W4A16LinearsTest, MissingScaleIsAnErrorNamingTheTensor) {
   absl::StatusOr<Qwen35Model> model = Qwen35Model::Load(dir.path());
   ASSERT_FALSE(model.ok());
   EXPECT_NE(model.status().message().find(missing), std::string::npos) << model.status();
+}
+
+// Speculative decoding is lossless only where a verify block scores each of its tokens exactly as
+// a decode step would: in every activation mode, no op's result for a row may depend on the rows
+// beside it (the INT4 kernels' tiles, the head's product, the gates, the rotary angles).
+TEST(W4A16BlockInvarianceTest, AVerifyBlockScoresItsTokensBitForBitAsDecodeSteps) {
+  const testing::TinyFixture fixture = testing::LoadTinyFixture(kFixture);
+  ASSERT_FALSE(fixture.ids.empty());
+  const std::span<const int64_t> ids(fixture.ids);
+  std::vector<quant::Int4Activations> modes = {quant::Int4Activations::kExact};
+  if (kernels::cpu::CpuHasBf16Gemm()) modes.push_back(quant::Int4Activations::kBf16);
+  if (kernels::cpu::BestVnniGemmIsa() != kernels::cpu::VnniGemmIsa::kNone) {
+    modes.push_back(quant::Int4Activations::kInt8);
+  }
+  for (const quant::Int4Activations activations : modes) {
+    SCOPED_TRACE(quant::Int4ActivationsName(activations));
+    absl::StatusOr<Qwen35Model> model =
+        Qwen35Model::Load(FixtureDir(), {.int4_activations = activations});
+    ASSERT_TRUE(model.ok()) << model.status();
+    absl::StatusOr<Qwen35Cache> stepped = model->NewCache(256), blocked = model->NewCache(256);
+    ASSERT_TRUE(stepped.ok() && blocked.ok());
+    ASSERT_TRUE(model->Prefill(ids.first(kSplit), *stepped).ok());
+    ASSERT_TRUE(model->Prefill(ids.first(kSplit), *blocked).ok());
+
+    std::vector<at::Tensor> steps;
+    for (const int64_t id : ids.subspan(kSplit, kBlockLength)) {
+      absl::StatusOr<at::Tensor> logits = model->Decode(id, *stepped);
+      ASSERT_TRUE(logits.ok()) << logits.status();
+      steps.push_back(*logits);
+    }
+    absl::StatusOr<ForwardOutput> block =
+        model->ForwardBlock(ids.subspan(kSplit, kBlockLength), *blocked, AllLogits());
+    ASSERT_TRUE(block.ok()) << block.status();
+    EXPECT_TRUE(at::equal(block->logits, at::stack(steps)))
+        << "max |Δlogit| " << MaxAbsDiff(block->logits, at::stack(steps));
+  }
 }
 
 }  // namespace

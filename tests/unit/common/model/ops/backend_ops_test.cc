@@ -74,8 +74,8 @@ TEST(BackendOpsTest, DenseProjection) {
   struct Shape {
     int64_t rows, in, out;
   };
-  // Tiles with ragged edges in rows, columns and outputs; verify blocks and batches up to where
-  // BLAS takes over and past it; the 4B model's MLP, q_proj and a slice of its head.
+  // Tiles with ragged edges in rows, columns and outputs; verify blocks and batches; the 4B
+  // model's MLP, q_proj and a slice of its head.
   const std::vector<Shape> shapes = {{1, 1, 1},
                                      {1, 7, 3},
                                      {1, 300, 37},
@@ -509,6 +509,7 @@ TEST(BackendOpsTest, Attention) {
       {"target prefill", 64, kHeads, kKvHeads, kHeadDim, 64, Visibility::Causal(0)},
       {"target prefill chunk over a cache", 37, kHeads, kKvHeads, kHeadDim, 1061,
        Visibility::Causal(1024)},
+      {"the tiny fixtures' heads of 32", 4, 4, 2, 32, 104, Visibility::Causal(100)},
       {"drafter block", 16, kDraftHeads, kDraftKvHeads, kDraftHeadDim, 2064, Visibility::All()},
       {"drafter window", 16, kDraftHeads, kDraftKvHeads, kDraftHeadDim, 527,
        Visibility::Window(2048, 1537, 512)},
@@ -588,6 +589,61 @@ TEST(BackendOpsTest, SiluMul) {
       }
     }
   });
+}
+
+TEST(BackendOpsTest, GatedDeltaNetGates) {
+  ForEachBackend(&OpTable::gated_delta_net_gates, [&](const Backend& backend) {
+    // A decode step's and a chunk's heads, a ragged count; a past softplus's threshold (20).
+    for (const auto& [rows, heads] :
+         std::vector<std::pair<int64_t, int64_t>>{{1, kValueHeads}, {64, kValueHeads}, {3, 5}}) {
+      SCOPED_TRACE(::testing::Message() << rows << " × " << heads);
+      at::manual_seed(rows * heads);
+      const at::Tensor a = at::randn({rows, heads}) * 12, b = at::randn({rows, heads}) * 6;
+      const at::Tensor a_log = at::randn({heads}), dt_bias = at::randn({heads});
+      const DeltaRuleGates expected = ReferenceOps().gated_delta_net_gates(a, b, a_log, dt_bias);
+      const DeltaRuleGates actual = backend.ops.gated_delta_net_gates(
+          On(a, backend), On(b, backend), On(a_log, backend), On(dt_bias, backend));
+      EXPECT_TRUE(Close(actual.g, expected.g, 1e-6));
+      EXPECT_TRUE(Close(actual.beta, expected.beta, 1e-6));
+    }
+  });
+}
+
+// On a CPU a row's result does not depend on the rows beside it, bit for bit, in every op whose
+// rows are independent: a verify block's rows are then its decode steps', and a batch's rows each
+// sequence's alone (the delta rule's tokens: OnACpuATokensArithmeticDoesNotDependOnItsCall; the
+// INT4 kernels': their own tests).
+TEST(BackendOpsTest, OnACpuARowsResultDoesNotDependOnTheRowsBesideIt) {
+  constexpr int64_t kRows = 16, kIn = 256, kOut = 40;
+  const OpTable& cpu = OpsFor(c10::DeviceType::CPU);
+  at::manual_seed(3);
+  const at::Tensor x = at::randn({kRows, kIn}), b = at::randn({kRows, kValueHeads});
+  const at::Tensor a = at::randn({kRows, kValueHeads}) * 12;
+  const at::Tensor a_log = at::randn({kValueHeads}), dt_bias = at::randn({kValueHeads});
+  const std::vector<std::pair<std::string, std::function<at::Tensor(int64_t, int64_t)>>> ops = {
+      {"project, float32 weight",
+       [&, w = at::randn({kOut, kIn})](int64_t r, int64_t n) {
+         return cpu.project(x.narrow(0, r, n), w);
+       }},
+      {"project, bf16 weight",
+       [&, w = at::randn({kOut, kIn}).to(at::kBFloat16)](int64_t r, int64_t n) {
+         return cpu.project(x.narrow(0, r, n), w);
+       }},
+      {"gates' g",
+       [&](int64_t r, int64_t n) {
+         return cpu.gated_delta_net_gates(a.narrow(0, r, n), b.narrow(0, r, n), a_log, dt_bias).g;
+       }},
+      {"gates' beta",
+       [&](int64_t r, int64_t n) {
+         return cpu.gated_delta_net_gates(a.narrow(0, r, n), b.narrow(0, r, n), a_log, dt_bias)
+             .beta;
+       }},
+  };
+  for (const auto& [name, op] : ops) {
+    SCOPED_TRACE(name);
+    const at::Tensor together = op(0, kRows);
+    for (int64_t r = 0; r < kRows; ++r) EXPECT_TRUE(at::equal(op(r, 1), together.narrow(0, r, 1)));
+  }
 }
 
 TEST(BackendOpsTest, RowArgmax) {
