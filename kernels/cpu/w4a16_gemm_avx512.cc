@@ -7,11 +7,12 @@
 // shifts by 4·(i / 2), so it holds column 8·(i % 2) + i / 2 of its 16. Rather than shuffle the
 // weights, each call reorders x once to match (a cost of K per x row against N·K per call).
 //
-// Many x rows (prefill chunks) make the product bound by the FMA ports, and dequantizing in the
-// tile (a third of its vector ops) is what it does besides. From 32 rows each weight is
-// dequantized once per block of x rows instead, 8 W rows at a time into a panel in column order,
-// and a register tile of 32 x rows (two vectors of x transposed, rows along the lanes) by those 8
-// W rows takes per column two loads of x and eight broadcast weights into 16 FMAs.
+// Many x rows (prefill chunks, batches of verify blocks) make the product bound by the FMA ports,
+// and the lookups (a third of the tile's vector ops) are what it does besides. From 32 rows each
+// weight is looked up once per block of x rows instead, 4 W rows at a time into a panel that the
+// tiles then read. The same tile either way — the same sums in the same order — so a row's result
+// never depends on how many rows share the call: a verify block's rows are its decode steps', a
+// batch's rows each sequence's alone, bit for bit.
 
 // GCC 12 flags the `_mm512_undefined_*` inside its own AVX-512 intrinsics as uninitialized when
 // they are inlined into target("avx512f") functions (GCC bug 105593, fixed in 13).
@@ -30,12 +31,21 @@
 namespace specd::kernels::cpu::internal {
 namespace {
 
-// x in the lane order above, for every 16 columns of every row.
-SPECD_AVX512 void InterleaveColumns(const float* x, int64_t rows, int64_t cols, float* out) {
+// Floats from one row of x (interleaved) or of a panel to the next: 64 bytes past the row, so
+// that the rows a tile reads in step fall in different L1 sets (at K = 4096 or 9216 unpadded
+// rows are a multiple of 4 KiB apart, and the eight streams of a tile then share one set).
+int64_t PaddedStride(int64_t cols) { return cols + 16; }
+
+// x in the lane order above, for every 16 columns of every row, rows `stride` floats apart.
+SPECD_AVX512 void InterleaveColumns(const float* x, int64_t rows, int64_t cols, int64_t stride,
+                                    float* out) {
   const __m512i lane_columns =
       _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
-  for (int64_t i = 0; i < rows * cols; i += 16) {
-    _mm512_storeu_ps(out + i, _mm512_permutexvar_ps(lane_columns, _mm512_loadu_ps(x + i)));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t k = 0; k < cols; k += 16) {
+      _mm512_storeu_ps(out + r * stride + k,
+                       _mm512_permutexvar_ps(lane_columns, _mm512_loadu_ps(x + r * cols + k)));
+    }
   }
 }
 
@@ -49,36 +59,70 @@ SPECD_AVX512 __m512 NibbleValues(const Int4Matrix& w, int64_t n, int64_t g) {
                        _mm512_set1_ps(w.scales[at]));
 }
 
-// y[m0 + i, n0 + j] for i < kM, j < kN, from x in interleaved lane order.
-template <int kM, int kN>
-SPECD_AVX512 void Tile(const float* x, const Int4Matrix& w, int64_t m0, int64_t n0, float* y) {
-  const int64_t groups = w.cols / w.group_size;
-  const int64_t words_per_row = w.cols / 8;
-  const int64_t words_per_group = w.group_size / 8;
-  const __m512i nibble_shifts =
-      _mm512_setr_epi32(0, 0, 4, 4, 8, 8, 12, 12, 16, 16, 20, 20, 24, 24, 28, 28);
+// The 16 weights of W row n0 + j at packed words [word, word + 2), in x's interleaved lane order,
+// looked up in the row's table for the group as a tile goes.
+template <int kN>
+struct LookedUpWeights {
+  const Int4Matrix& w;
+  int64_t n0;
+  __m512 values[kN];
 
+  SPECD_AVX512 void StartGroup(int64_t g) {
+    for (int j = 0; j < kN; ++j) values[j] = NibbleValues(w, n0 + j, g);
+  }
+  SPECD_AVX512 __m512 At(int j, int64_t word) const {
+    const int64_t words_per_row = w.cols / 8;
+    const int32_t* words = w.packed + (n0 + j) * words_per_row + word;
+    PrefetchAhead(words, kN * words_per_row * sizeof(int32_t));
+    int64_t pair;
+    std::memcpy(&pair, words, sizeof(pair));
+    // vpermps reads only the low 4 bits of each index lane, so no mask is needed.
+    const __m512i nibble_shifts =
+        _mm512_setr_epi32(0, 0, 4, 4, 8, 8, 12, 12, 16, 16, 20, 20, 24, 24, 28, 28);
+    return _mm512_permutexvar_ps(_mm512_srlv_epi32(_mm512_set1_epi64(pair), nibble_shifts),
+                                 values[j]);
+  }
+};
+
+// The same weights read from a panel that LookedUpWeights filled beforehand, rows `stride` apart.
+struct PanelWeights {
+  const float* panel;
+  int64_t stride;
+
+  void StartGroup(int64_t) {}
+  SPECD_AVX512 __m512 At(int j, int64_t word) const {
+    return _mm512_loadu_ps(panel + j * stride + word * 8);
+  }
+};
+
+// x rows in the interleaved lane order, `stride` floats apart.
+struct InterleavedRows {
+  const float* data;
+  int64_t stride;
+};
+
+// y[m0 + i, n0 + j] for i < kM, j < kN, from x in interleaved lane order: per output, 16 lanes
+// summed over the columns in order, then across. Whichever weights it reads, the sums and their
+// order are the same, so a row's result does not depend on the rows that came with it.
+// Inlined into its callers, so that the weights' tables stay in registers.
+template <int kM, int kN, typename Weights>
+SPECD_AVX512 __attribute__((always_inline)) inline void Tile(InterleavedRows x, const Int4Matrix& w,
+                                                             Weights& weights, int64_t m0,
+                                                             int64_t n0, float* y) {
+  const int64_t groups = w.cols / w.group_size;
+  const int64_t words_per_group = w.group_size / 8;
   __m512 acc[kM][kN];
   for (int i = 0; i < kM; ++i) {
     for (int j = 0; j < kN; ++j) acc[i][j] = _mm512_setzero_ps();
   }
   for (int64_t g = 0; g < groups; ++g) {
-    __m512 values[kN];
-    for (int j = 0; j < kN; ++j) values[j] = NibbleValues(w, n0 + j, g);
+    weights.StartGroup(g);
     for (int64_t word = g * words_per_group; word < (g + 1) * words_per_group; word += 2) {
-      __m512 weights[kN];
-      for (int j = 0; j < kN; ++j) {
-        const int32_t* words = w.packed + (n0 + j) * words_per_row + word;
-        PrefetchAhead(words, kN * words_per_row * sizeof(int32_t));
-        int64_t pair;
-        std::memcpy(&pair, words, sizeof(pair));
-        // vpermps reads only the low 4 bits of each index lane, so no mask is needed.
-        const __m512i nibbles = _mm512_srlv_epi32(_mm512_set1_epi64(pair), nibble_shifts);
-        weights[j] = _mm512_permutexvar_ps(nibbles, values[j]);
-      }
+      __m512 weight[kN];
+      for (int j = 0; j < kN; ++j) weight[j] = weights.At(j, word);
       for (int i = 0; i < kM; ++i) {
-        const __m512 xs = _mm512_loadu_ps(x + (m0 + i) * w.cols + word * 8);
-        for (int j = 0; j < kN; ++j) acc[i][j] = _mm512_fmadd_ps(xs, weights[j], acc[i][j]);
+        const __m512 xs = _mm512_loadu_ps(x.data + (m0 + i) * x.stride + word * 8);
+        for (int j = 0; j < kN; ++j) acc[i][j] = _mm512_fmadd_ps(xs, weight[j], acc[i][j]);
       }
     }
   }
@@ -87,145 +131,71 @@ SPECD_AVX512 void Tile(const float* x, const Int4Matrix& w, int64_t m0, int64_t 
   }
 }
 
-// Blocks as in BLIS: x rows in blocks of kBlockRows, their columns kPanelColumns at a time
-// transposed into a block (128 KiB, in L2) that every panel of the call's W rows meets; a panel
-// is kPanelRows W rows by those columns, dequantized (8 KiB, in L1) once per row block (128 rows:
-// 4–6 % faster prefill than 64, each panel dequantized half as often); the block's sums over the
-// columns so far wait in L2 between column blocks.
-constexpr int64_t kPanelRows = 8;
-constexpr int64_t kPanelColumns = 256;
-constexpr int64_t kBlockRows = 128;
-// x rows per tile: two vectors.
-constexpr int64_t kTileRows = 32;
-// x rows from which the panels pay: at 16 the tile has 8 sums in flight, too few to cover the
-// FMA latency, and the table-lookup tile above is faster.
+// The tile with its weights looked up as it goes.
+template <int kM, int kN>
+SPECD_AVX512 void LookUpTile(InterleavedRows x, const Int4Matrix& w, int64_t m0, int64_t n0,
+                             float* y) {
+  LookedUpWeights<kN> weights{.w = w, .n0 = n0, .values = {}};
+  Tile<kM, kN>(x, w, weights, m0, n0, y);
+}
+
+// x rows from which dequantizing each weight once per block of x rows, into a panel, pays: at
+// 16 the lookups cost less than the panel's stores and loads.
 constexpr int64_t kPanelMinRows = 32;
+// x rows per tile and W rows per panel: 16 accumulators.
+constexpr int kTile = 4;
+// x rows per block: their interleaved copy fills half the L2 (at least kPanelMinRows rows), so
+// it stays there while every panel of the call's W rows meets it.
+constexpr int64_t kBlockFloats = (512 << 10) / sizeof(float);
 
-// Columns [k0, k0 + columns) of x rows [m0, m0 + count) as `columns` rows of `padded` floats
-// (count rounded up to 16, zeros past it).
-void TransposeBlock(const float* x, int64_t cols, int64_t m0, int64_t count, int64_t padded,
-                    int64_t k0, int64_t columns, float* block) {
-  for (int64_t i = 0; i < padded; ++i) {
-    if (i >= count) {
-      for (int64_t k = 0; k < columns; ++k) block[k * padded + i] = 0.0f;
-      continue;
-    }
-    const float* row = x + (m0 + i) * cols + k0;
-    for (int64_t k = 0; k < columns; ++k) block[k * padded + i] = row[k];
-  }
-}
-
-// Columns [k0, k0 + columns) of W rows [n0, n0 + count) dequantized in column order into panel
-// rows kPanelColumns apart; the panel's other rows (count < kPanelRows) are zeros.
-SPECD_AVX512 void DequantizePanel(const Int4Matrix& w, int64_t n0, int64_t count, int64_t k0,
-                                  int64_t columns, float* panel) {
-  const int64_t words_per_row = w.cols / 8;
-  // Lane i takes nibble i % 8 of word i / 8 of a pair: columns in order.
-  const __m512i nibble_shifts =
-      _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
-  for (int64_t j = 0; j < kPanelRows; ++j) {
-    float* out = panel + j * kPanelColumns;
-    if (j >= count) {
-      std::memset(out, 0, columns * sizeof(float));
-      continue;
-    }
-    const int64_t n = n0 + j;
-    for (int64_t group = k0 / w.group_size; group * w.group_size < k0 + columns; ++group) {
-      const __m512 values = NibbleValues(w, n, group);
-      const int64_t end = std::min(k0 + columns, (group + 1) * w.group_size);
-      for (int64_t k = std::max(k0, group * w.group_size); k < end; k += 16) {
-        const int32_t* words = w.packed + n * words_per_row + k / 8;
-        const __m512i pair = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(words[0])),
-                                                _mm256_set1_epi32(words[1]), 1);
-        _mm512_storeu_ps(out + (k - k0),
-                         _mm512_permutexvar_ps(_mm512_srlv_epi32(pair, nibble_shifts), values));
-      }
+// W rows [n0, n0 + kN) against the `count` x rows of `block`: their weights dequantized into
+// `panel` once, then read by every tile of x rows.
+template <int kN>
+SPECD_AVX512 void PanelRows(InterleavedRows block, int64_t count, const Int4Matrix& w, int64_t n0,
+                            float* panel, float* y) {
+  LookedUpWeights<kN> looked_up{.w = w, .n0 = n0, .values = {}};
+  const int64_t words_per_group = w.group_size / 8;
+  for (int64_t g = 0; g < w.cols / w.group_size; ++g) {
+    looked_up.StartGroup(g);
+    for (int64_t word = g * words_per_group; word < (g + 1) * words_per_group; word += 2) {
+      for (int j = 0; j < kN; ++j)
+        _mm512_storeu_ps(panel + j * PaddedStride(w.cols) + word * 8, looked_up.At(j, word));
     }
   }
-}
-
-// Where a tile's sums go: `sums` (kPanelRows rows of kTileRows lanes) between column blocks,
-// y after the last one.
-struct TileSums {
-  float* sums;
-  bool first;  // the first column block: the sums start from zero
-  bool last;   // the last: they go to y[m0 + i, n0 + j], i < rows, j < count
-  float* y;
-  int64_t y_stride;
-  int64_t rows;
-  int64_t count;
-};
-
-// Adds a panel's `columns` columns to the sums of 16 · kVectors x rows (from `block`, `padded`
-// rows per column) against its W rows.
-template <int kVectors>
-SPECD_AVX512 void PanelTile(const float* block, int64_t padded, const float* panel, int64_t columns,
-                            const TileSums& out) {
-  __m512 acc[kPanelRows][kVectors];
-  for (int j = 0; j < kPanelRows; ++j) {
-    for (int v = 0; v < kVectors; ++v) {
-      acc[j][v] =
-          out.first ? _mm512_setzero_ps() : _mm512_loadu_ps(out.sums + j * kTileRows + 16 * v);
-    }
-  }
-#pragma GCC unroll 4
-  for (int64_t k = 0; k < columns; ++k) {
-    __m512 xs[kVectors];
-    for (int v = 0; v < kVectors; ++v) xs[v] = _mm512_loadu_ps(block + k * padded + 16 * v);
-    for (int j = 0; j < kPanelRows; ++j) {
-      const __m512 weight = _mm512_set1_ps(panel[j * kPanelColumns + k]);
-      for (int v = 0; v < kVectors; ++v) acc[j][v] = _mm512_fmadd_ps(xs[v], weight, acc[j][v]);
-    }
-  }
-  for (int j = 0; j < kPanelRows; ++j) {
-    for (int v = 0; v < kVectors; ++v) {
-      _mm512_storeu_ps(out.sums + j * kTileRows + 16 * v, acc[j][v]);
-    }
-  }
-  if (!out.last) return;
-  // Each x row's kPanelRows sums are consecutive in y.
-  for (int64_t i = 0; i < std::min<int64_t>(16 * kVectors, out.rows); ++i) {
-    for (int64_t j = 0; j < out.count; ++j)
-      out.y[i * out.y_stride + j] = out.sums[j * kTileRows + i];
+  PanelWeights weights{.panel = panel, .stride = PaddedStride(w.cols)};
+  int64_t m = 0;
+  for (; m + kTile <= count; m += kTile) Tile<kTile, kN>(block, w, weights, m, n0, y);
+  switch (count - m) {
+    case 3:
+      Tile<3, kN>(block, w, weights, m, n0, y);
+      break;
+    case 2:
+      Tile<2, kN>(block, w, weights, m, n0, y);
+      break;
+    case 1:
+      Tile<1, kN>(block, w, weights, m, n0, y);
+      break;
   }
 }
 
 SPECD_AVX512 void PanelGemm(const float* x, int64_t rows, const Int4Matrix& w, int64_t n_begin,
                             int64_t n_end, float* y) {
-  const int64_t panels = (n_end - n_begin + kPanelRows - 1) / kPanelRows;
-  const int64_t tiles_per_block = kBlockRows / kTileRows;
-  thread_local std::vector<float> block, panel, sums;
-  block.resize(kPanelColumns * kBlockRows);
-  panel.resize(kPanelRows * kPanelColumns);
-  sums.resize(panels * tiles_per_block * kPanelRows * kTileRows);
-  for (int64_t m0 = 0; m0 < rows; m0 += kBlockRows) {
-    const int64_t count = std::min(kBlockRows, rows - m0);
-    const int64_t padded = (count + 15) / 16 * 16;
-    for (int64_t k0 = 0; k0 < w.cols; k0 += kPanelColumns) {
-      const int64_t columns = std::min(kPanelColumns, w.cols - k0);
-      TransposeBlock(x, w.cols, m0, count, padded, k0, columns, block.data());
-      for (int64_t p = 0; p < panels; ++p) {
-        const int64_t n0 = n_begin + p * kPanelRows;
-        const int64_t w_rows = std::min(kPanelRows, n_end - n0);
-        DequantizePanel(w, n0, w_rows, k0, columns, panel.data());
-        for (int64_t t = 0; t * kTileRows < padded; ++t) {
-          const int64_t tile_m = t * kTileRows;
-          const TileSums out{
-              .sums = sums.data() + (p * tiles_per_block + t) * kPanelRows * kTileRows,
-              .first = k0 == 0,
-              .last = k0 + columns == w.cols,
-              .y = y + (m0 + tile_m) * w.rows + n0,
-              .y_stride = w.rows,
-              .rows = count - tile_m,
-              .count = w_rows};
-          if (tile_m + kTileRows <= padded) {
-            PanelTile<2>(block.data() + tile_m, padded, panel.data(), columns, out);
-          } else {
-            PanelTile<1>(block.data() + tile_m, padded, panel.data(), columns, out);
-          }
-        }
-      }
+  const int64_t block_rows =
+      std::max<int64_t>(kPanelMinRows, kBlockFloats / w.cols / kTile * kTile);
+  thread_local std::vector<float> block, panel;
+  const int64_t stride = PaddedStride(w.cols);
+  block.resize(std::min(rows, block_rows) * stride);
+  panel.resize(kTile * stride);
+  for (int64_t m0 = 0; m0 < rows; m0 += block_rows) {
+    const int64_t count = std::min(block_rows, rows - m0);
+    InterleaveColumns(x + m0 * w.cols, count, w.cols, stride, block.data());
+    const InterleavedRows rows_of_block{.data = block.data(), .stride = stride};
+    float* const y_block = y + m0 * w.rows;
+    int64_t n = n_begin;
+    for (; n + kTile <= n_end; n += kTile) {
+      PanelRows<kTile>(rows_of_block, count, w, n, panel.data(), y_block);
     }
+    for (; n < n_end; ++n) PanelRows<1>(rows_of_block, count, w, n, panel.data(), y_block);
   }
 }
 
@@ -235,39 +205,39 @@ SPECD_AVX512 void W4A16GemmAvx512(const float* x, int64_t rows, const Int4Matrix
                                   int64_t n_begin, int64_t n_end, float* y) {
   if (rows >= kPanelMinRows) return PanelGemm(x, rows, w, n_begin, n_end, y);
   thread_local std::vector<float> interleaved;
-  interleaved.resize(rows * w.cols);
-  InterleaveColumns(x, rows, w.cols, interleaved.data());
-  const float* xi = interleaved.data();
+  const int64_t stride = PaddedStride(w.cols);
+  interleaved.resize(rows * stride);
+  InterleaveColumns(x, rows, w.cols, stride, interleaved.data());
+  const InterleavedRows xi{.data = interleaved.data(), .stride = stride};
 
   // One x row: 8 W rows per tile, enough independent accumulators to cover the FMA latency.
   // Several: 4 x rows by 4 W rows (16 accumulators, 4 dequantized weights, 4 value tables), x
   // rows the inner loop, so a tile's packed weights come from L1 after the first rows.
   constexpr int kSingleRowTile = 8;
-  constexpr int kTile = 4;
   int64_t n = n_begin;
   if (rows == 1) {
     for (; n + kSingleRowTile <= n_end; n += kSingleRowTile)
-      Tile<1, kSingleRowTile>(xi, w, 0, n, y);
+      LookUpTile<1, kSingleRowTile>(xi, w, 0, n, y);
   }
   for (; n + kTile <= n_end; n += kTile) {
     int64_t m = 0;
-    for (; m + kTile <= rows; m += kTile) Tile<kTile, kTile>(xi, w, m, n, y);
+    for (; m + kTile <= rows; m += kTile) LookUpTile<kTile, kTile>(xi, w, m, n, y);
     switch (rows - m) {
       case 3:
-        Tile<3, kTile>(xi, w, m, n, y);
+        LookUpTile<3, kTile>(xi, w, m, n, y);
         break;
       case 2:
-        Tile<2, kTile>(xi, w, m, n, y);
+        LookUpTile<2, kTile>(xi, w, m, n, y);
         break;
       case 1:
-        Tile<1, kTile>(xi, w, m, n, y);
+        LookUpTile<1, kTile>(xi, w, m, n, y);
         break;
     }
   }
   for (; n < n_end; ++n) {
     int64_t m = 0;
-    for (; m + kTile <= rows; m += kTile) Tile<kTile, 1>(xi, w, m, n, y);
-    for (; m < rows; ++m) Tile<1, 1>(xi, w, m, n, y);
+    for (; m + kTile <= rows; m += kTile) LookUpTile<kTile, 1>(xi, w, m, n, y);
+    for (; m < rows; ++m) LookUpTile<1, 1>(xi, w, m, n, y);
   }
 }
 

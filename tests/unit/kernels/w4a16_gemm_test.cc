@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -143,6 +144,30 @@ TEST(W4A16GemmTest, VectorBodiesAgreeWithTheScalarFallback) {
                       2 * kRelativeTolerance * magnitude)
               << IsaName(isa) << " M=" << batch << " [" << m << ", " << n << "]";
         }
+      }
+    }
+  }
+}
+
+// A row's result does not depend on the other rows of the call, bit for bit: a decode step's
+// against a verify block's or a batch's, one tile or a panel (from 32 rows), one block of rows
+// or several (K = 4096 takes 32 rows a block).
+TEST(W4A16GemmTest, ARowsResultIsTheSameInAnyBatch) {
+  std::mt19937 rng(17);
+  ThreadPool pool(2);
+  const RandomInt4Matrix w(37, 4096, 128, /*symmetric=*/false, rng);
+  constexpr int64_t kRows = 70;
+  const std::vector<float> x = RandomActivations(kRows, w.matrix.cols, rng);
+  for (const Int4GemmIsa isa : IsasThisCpuRuns()) {
+    SCOPED_TRACE(IsaName(isa));
+    for (const int64_t rows : {int64_t{16}, kRows}) {
+      std::vector<float> batch(rows * w.matrix.rows);
+      W4A16Gemm(x.data(), rows, w.matrix, batch.data(), pool, isa);
+      for (int64_t m = 0; m < rows; ++m) {
+        std::vector<float> alone(w.matrix.rows);
+        W4A16Gemm(x.data() + m * w.matrix.cols, 1, w.matrix, alone.data(), pool, isa);
+        EXPECT_TRUE(std::equal(alone.begin(), alone.end(), batch.begin() + m * w.matrix.rows))
+            << "row " << m << " of " << rows;
       }
     }
   }
