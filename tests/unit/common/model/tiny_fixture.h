@@ -23,10 +23,11 @@ struct TinyFixture {
   std::vector<int64_t> ids;  // the reference's input_ids
 };
 
-inline TinyFixture LoadTinyFixture(const std::string& name = "qwen35-tiny-a") {
+inline TinyFixture LoadTinyFixture(const std::string& name = "qwen35-tiny-a",
+                                   const ModelOptions& options = {}) {
   TinyFixture fixture;
   const auto dir = specd::testing::SharedDir() / "fixtures" / name;
-  absl::StatusOr<Qwen35Model> model = Qwen35Model::Load(dir);
+  absl::StatusOr<Qwen35Model> model = Qwen35Model::Load(dir, options);
   absl::StatusOr<io::SafetensorsFile> reference =
       io::SafetensorsFile::Open(dir / "reference.safetensors");
   if (!model.ok() || !reference.ok()) {

@@ -9,7 +9,6 @@
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -191,94 +190,6 @@ TEST(W4A16LinearsTest, MissingScaleIsAnErrorNamingTheTensor) {
   ASSERT_FALSE(model.ok());
   EXPECT_NE(model.status().message().find(missing), std::string::npos) << model.status();
 }
-
-// The INT4 activation modes this CPU runs.
-std::vector<quant::Int4Activations> ModesThisCpuRuns() {
-  std::vector<quant::Int4Activations> modes = {quant::Int4Activations::kExact};
-  if (kernels::cpu::CpuHasBf16Gemm()) modes.push_back(quant::Int4Activations::kBf16);
-  if (kernels::cpu::BestVnniGemmIsa() != kernels::cpu::VnniGemmIsa::kNone) {
-    modes.push_back(quant::Int4Activations::kInt8);
-  }
-  return modes;
-}
-
-// Speculative decoding and continuous batching are lossless only where no op's result for a row
-// depends on the rows beside it (the INT4 kernels' tiles and panels, the head's product, the
-// gates, the rotary angles): then a verify block scores its tokens exactly as decode steps would,
-// and a batch's sequences get exactly what each gets alone, in every activation mode.
-class W4A16BatchInvarianceTest : public ::testing::TestWithParam<quant::Int4Activations> {
- protected:
-  void SetUp() override {
-    fixture_ = testing::LoadTinyFixture(kFixture);
-    ASSERT_FALSE(fixture_.ids.empty());
-    absl::StatusOr<Qwen35Model> model =
-        Qwen35Model::Load(FixtureDir(), {.int4_activations = GetParam()});
-    ASSERT_TRUE(model.ok()) << model.status();
-    model_ = std::make_unique<Qwen35Model>(*std::move(model));
-  }
-
-  std::span<const int64_t> Ids(int64_t begin, int64_t end) const {
-    return std::span<const int64_t>(fixture_.ids).subspan(begin, end - begin);
-  }
-
-  // A cache that has seen ids [0, length).
-  Qwen35Cache Warm(int64_t length) const {
-    absl::StatusOr<Qwen35Cache> cache = model_->NewCache(256);
-    EXPECT_TRUE(cache.ok()) << cache.status();
-    if (length > 0) {
-      EXPECT_TRUE(model_->Prefill(Ids(0, length), *cache).ok());
-    }
-    return *std::move(cache);
-  }
-
-  testing::TinyFixture fixture_;
-  std::unique_ptr<Qwen35Model> model_;
-};
-
-TEST_P(W4A16BatchInvarianceTest, AVerifyBlockScoresItsTokensBitForBitAsDecodeSteps) {
-  Qwen35Cache stepped = Warm(kSplit), blocked = Warm(kSplit);
-  std::vector<at::Tensor> steps;
-  for (const int64_t id : Ids(kSplit, kSplit + kBlockLength)) {
-    absl::StatusOr<at::Tensor> logits = model_->Decode(id, stepped);
-    ASSERT_TRUE(logits.ok()) << logits.status();
-    steps.push_back(*logits);
-  }
-  absl::StatusOr<ForwardOutput> block =
-      model_->ForwardBlock(Ids(kSplit, kSplit + kBlockLength), blocked, AllLogits());
-  ASSERT_TRUE(block.ok()) << block.status();
-  EXPECT_TRUE(at::equal(block->logits, at::stack(steps)))
-      << "max |Δlogit| " << MaxAbsDiff(block->logits, at::stack(steps));
-}
-
-// 16 + 20 + 1 rows: past the 32 from which the exact kernel reads its weights from panels.
-TEST_P(W4A16BatchInvarianceTest, ABatchGivesEachSequenceBitForBitWhatItGetsAlone) {
-  Qwen35Cache block_alone = Warm(kSplit), chunk_alone = Warm(0), decode_alone = Warm(30);
-  Qwen35Cache block_batched = Warm(kSplit), chunk_batched = Warm(0), decode_batched = Warm(30);
-  std::vector<SequenceInput> alone = {
-      {.ids = Ids(kSplit, kSplit + kBlockLength), .cache = &block_alone, .options = AllLogits()},
-      {.ids = Ids(0, 20), .cache = &chunk_alone, .options = AllLogits()},
-      {.ids = Ids(30, 31), .cache = &decode_alone, .options = AllLogits()},
-  };
-  std::vector<SequenceInput> batch = alone;
-  batch[0].cache = &block_batched;
-  batch[1].cache = &chunk_batched;
-  batch[2].cache = &decode_batched;
-  absl::StatusOr<std::vector<ForwardOutput>> batched = model_->ForwardBatch(batch);
-  ASSERT_TRUE(batched.ok()) << batched.status();
-  for (size_t i = 0; i < alone.size(); ++i) {
-    absl::StatusOr<std::vector<ForwardOutput>> single = model_->ForwardBatch({&alone[i], 1});
-    ASSERT_TRUE(single.ok()) << single.status();
-    const at::Tensor& expected = single->front().logits;
-    const at::Tensor& actual = (*batched)[i].logits;
-    EXPECT_TRUE(at::equal(actual, expected))
-        << "sequence " << i << ": max |Δlogit| " << MaxAbsDiff(actual, expected);
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Modes, W4A16BatchInvarianceTest, ::testing::ValuesIn(ModesThisCpuRuns()),
-                         [](const ::testing::TestParamInfo<quant::Int4Activations>& info) {
-                           return std::string(quant::Int4ActivationsName(info.param));
-                         });
 
 }  // namespace
 }  // namespace specd::model
