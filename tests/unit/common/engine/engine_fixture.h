@@ -26,8 +26,9 @@ namespace specd::engine::testing {
 
 using specd::testing::FixtureDir;
 
-inline std::unique_ptr<model::Qwen35Model> LoadTarget(const std::string& name) {
-  absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(FixtureDir(name));
+inline std::unique_ptr<model::Qwen35Model> LoadTarget(const std::string& name,
+                                                      const model::ModelOptions& options = {}) {
+  absl::StatusOr<model::Qwen35Model> target = model::Qwen35Model::Load(FixtureDir(name), options);
   EXPECT_TRUE(target.ok()) << target.status();
   return target.ok() ? std::make_unique<model::Qwen35Model>(*std::move(target)) : nullptr;
 }

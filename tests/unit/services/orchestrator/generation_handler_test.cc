@@ -24,6 +24,7 @@
 #include "common/rpc/grpc_server.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/vnni_gemm.h"
 #include "services/drafter/drafter_grpc.h"
 #include "services/drafter/drafter_handler.h"
 #include "services/verifier/verifier_grpc.h"
@@ -121,6 +122,12 @@ class GenerationHandlerTest : public ::testing::Test {
                *target_, engine::testing::Request(prompt, kNewTokens, temperature, seed))
         .ids;
   }
+
+  // Lossless under load: what a request gives does not depend on what else runs. Sixteen requests
+  // of mixed prompt lengths (some longer than a prefill chunk), block sizes (1: target-only, to the
+  // drafter's 8), windows, temperatures, acceptance rules and stop rules, all at once on each kind
+  // of pair, give what each gives alone, in forwards that batched them.
+  void ExpectConcurrentRequestsGiveWhatEachGivesAlone();
 
   static std::vector<int64_t> Ids(const v1::GenerateResponse& response) {
     return {response.token_ids().begin(), response.token_ids().end()};
@@ -344,11 +351,7 @@ void GenerationHandlerTest::ExpectEveryPairAlike(
   }
 }
 
-// Lossless under load: what a request gives does not depend on what else runs. Sixteen requests
-// of mixed prompt lengths (some longer than a prefill chunk), block sizes (1: target-only, to the
-// drafter's 8), windows, temperatures, acceptance rules and stop rules, all at once on each kind
-// of pair, give what each gives alone, in forwards that batched them.
-TEST_F(GenerationHandlerTest, ConcurrentRequestsGiveWhatEachGivesAlone) {
+void GenerationHandlerTest::ExpectConcurrentRequestsGiveWhatEachGivesAlone() {
   constexpr int kRequests = 16;
   const std::shared_ptr<verifier::VerifierHandler> verifier =
       testing::PairVerifier(*target_, /*max_session_length=*/1024, /*max_sessions=*/2 * kRequests);
@@ -430,6 +433,33 @@ TEST_F(GenerationHandlerTest, ConcurrentRequestsGiveWhatEachGivesAlone) {
       paths.front().handler->Generate(Request(greedy_prompt), Never);
   ASSERT_TRUE(greedy.ok()) << greedy.status();
   EXPECT_EQ(Ids(*greedy), TargetOnlyIds(greedy_prompt));
+}
+
+TEST_F(GenerationHandlerTest, ConcurrentRequestsGiveWhatEachGivesAlone) {
+  ExpectConcurrentRequestsGiveWhatEachGivesAlone();
+}
+
+// The same on the W4A16 fixture served on int8 activations with the int8 head (W4A8, the fastest
+// CPU mode): its kernels round and sum each row on its own, so batching changes no output there
+// either.
+class W4A8GenerationHandlerTest : public GenerationHandlerTest {
+ protected:
+  static void SetUpTestSuite() {
+    if (kernels::cpu::BestVnniGemmIsa() == kernels::cpu::VnniGemmIsa::kNone) return;
+    target_ = LoadTarget("qwen35-tiny-a-w4a16", {.int4_activations = quant::Int4Activations::kInt8,
+                                                 .head = model::HeadWeights::kInt8})
+                  .release();
+  }
+  void SetUp() override {
+    if (kernels::cpu::BestVnniGemmIsa() == kernels::cpu::VnniGemmIsa::kNone) {
+      GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512 VNNI";
+    }
+    GenerationHandlerTest::SetUp();
+  }
+};
+
+TEST_F(W4A8GenerationHandlerTest, ConcurrentRequestsGiveWhatEachGivesAlone) {
+  ExpectConcurrentRequestsGiveWhatEachGivesAlone();
 }
 
 TEST_F(GenerationHandlerTest, RequestsBeyondTheMemoryBudgetWaitAndGiveWhatEachGivesAlone) {
