@@ -82,6 +82,7 @@ struct ServeBenchFlags {
   std::vector<std::string> sweep = {"embedded", "distributed"};
   int64_t cache_memory = 0;  // bytes; 0: engine::DefaultCacheBudget()
   int64_t force_tau = 0;     // 0: the drafter's own proposals
+  int64_t block_size = 0;    // speculative requests' blocks; 0: the server's speculation guard's
   float temperature = 0;     // every request's sampling; 0: greedy
   float top_p = 1;
   int64_t top_k = 0;
@@ -133,6 +134,9 @@ absl::StatusOr<std::vector<v1::GenerateRequest>> Requests(const ServeBenchFlags&
       user.set_role("user");
       user.set_content(conversation["messages"][0].value("content", ""));
       chat.set_enable_thinking(false);
+    }
+    if (flags.block_size > 0) {
+      request.mutable_speculation()->set_block_size(static_cast<uint32_t>(flags.block_size));
     }
     request.mutable_sampling()->set_temperature(flags.temperature);
     request.mutable_sampling()->set_top_p(flags.top_p);
@@ -225,7 +229,7 @@ double MeanBatch(const engine::BatchingStats& before, const engine::BatchingStat
 }
 
 // `clients` clients, each streaming every request back to back through the GenerationService
-// on `port`, drafting blocks of `block_size` (0: the server's, 1: target-only).
+// on `port`, drafting blocks of `block_size` (0: the request's own, 1: target-only).
 SweepPoint RunSweepPoint(int port, const std::vector<v1::GenerateRequest>& requests,
                          uint32_t block_size, int64_t clients, const SweptPath& path,
                          const engine::CachePool& pool, PeakUse& peak) {
@@ -244,6 +248,7 @@ SweepPoint RunSweepPoint(int port, const std::vector<v1::GenerateRequest>& reque
         v1::GenerateStreamRequest request;
         *request.mutable_prompt() = generate.prompt();
         *request.mutable_sampling() = generate.sampling();
+        *request.mutable_speculation() = generate.speculation();
         if (block_size > 0) request.mutable_speculation()->set_block_size(block_size);
         grpc::ClientContext context;
         const Clock::time_point sent = Clock::now();
@@ -546,6 +551,12 @@ void AddServeBench(CLI::App& bench) {
       ->add_option("--force-tau", flags->force_tau,
                    "Force every speculative block to accept this many tokens (the target's own "
                    "next token included), following each prompt's greedy target-only continuation")
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--block-size", flags->block_size,
+                   "every speculative request's block size (default: the server's speculation "
+                   "guard picks it from measured costs, so it can differ from run to run); with "
+                   "--force-tau, blocks of at least τ tokens keep every step at the forced τ")
       ->check(CLI::PositiveNumber);
   command
       ->add_option("--temperature", flags->temperature,
