@@ -231,8 +231,7 @@ absl::Status DFlashDrafter::AppendContexts(std::span<const ContextInput> batch) 
   }
   if (appended.empty()) return absl::OkStatus();
   return CatchTorchErrors("DFlash context projection", [&]() -> absl::Status {
-    sequences.angles =
-        rotary_.Angles(at::tensor(sequences.Positions(), at::kLong).to(options_.device));
+    sequences.angles = rotary_.Angles(at::tensor(sequences.Positions(), at::kLong));
     const at::Tensor rows = features.size() == 1 ? features.front() : at::cat(features, 0);
     const at::Tensor context =
         hidden_norm_.Forward(fc_.Forward(rows.to(options_.device, options_.dtype)));
@@ -278,7 +277,7 @@ absl::StatusOr<at::Tensor> DFlashDrafter::DraftBlocks(std::span<const BlockInput
     embeddings.push_back(block);
   }
   return CatchTorchErrors("DFlash draft block", [&]() -> absl::StatusOr<at::Tensor> {
-    blocks.angles = rotary_.Angles(at::tensor(blocks.Positions(), at::kLong).to(options_.device));
+    blocks.angles = rotary_.Angles(at::tensor(blocks.Positions(), at::kLong));
     at::Tensor h = (embeddings.size() == 1 ? embeddings.front() : at::cat(embeddings, 0))
                        .to(options_.device, options_.dtype);
     std::vector<const KvCache*> caches(batch.size());

@@ -171,7 +171,7 @@ std::vector<ForwardOutput> Qwen35Model::Forward(std::span<const SequenceInput> b
     ids.insert(ids.end(), input.ids.begin(), input.ids.end());
     for (const int64_t index : input.options.hidden_states) wanted[index] = true;
   }
-  context.angles = rotary_.Angles(at::tensor(context.Positions(), at::kLong).to(options_.device));
+  context.angles = rotary_.Angles(at::tensor(context.Positions(), at::kLong));
   const auto keep_state = [&](size_t index, const at::Tensor& h) {
     if (wanted[index]) states[index] = h;
   };

@@ -20,9 +20,11 @@ class RotaryEmbedding {
   RotaryEmbedding() = default;
   RotaryEmbedding(int64_t rotary_dim, double theta, const ModelOptions& options);
 
-  // Angles for absolute positions [start, start + count), in the model dtype.
+  // Angles for absolute positions [start, start + count), in the model dtype on its device
+  // (computed on the CPU).
   RotaryAngles Angles(int64_t start, int64_t count) const;
-  // Angles for any absolute positions [T] (int64), e.g. blocks placed at training anchors.
+  // Angles for any absolute positions [T] (int64, on any device: they are read on the CPU), e.g.
+  // blocks placed at training anchors.
   RotaryAngles Angles(const at::Tensor& positions) const;
 
  private:
