@@ -9,6 +9,7 @@ bundle="$root/.cache/gpu-bundle"
 packages=(
   libabsl-dev libabsl20220623 nlohmann-json3-dev libcli11-dev
   libpcre2-dev libpcre2-8-0 libutf8proc-dev libutf8proc2
+  libgoogle-perftools-dev libtcmalloc-minimal4
   libgtest-dev libgmock-dev libbenchmark-dev libbenchmark1debian
 )
 

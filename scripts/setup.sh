@@ -14,6 +14,7 @@ packages=(
   libtorch-dev libopenblas0-pthread  # without OpenBLAS, Debian's LibTorch falls back to reference BLAS (~40x slower)
   nlohmann-json3-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev libsqlite3-dev
   libcli11-dev libspdlog-dev libyaml-cpp-dev libpng-dev libssl-dev prometheus-cpp-dev
+  libgoogle-perftools-dev  # tcmalloc, the specd binary's allocator
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev prometheus
   curl openssl  # the HTTP API as a shell user reaches it; the TLS tests' certificates
