@@ -265,7 +265,7 @@ void SpeculationGuard::Request::Record(const Drafts& drafts, const EmittedTokens
   }
   const TargetForward& forward = verified.forward;
   guard_->costs_.RecordVerify(batch_, proposed + 1, forward.rows, forward.sequences,
-                              verify_ms - forward.queued_ms);
+                              forward.replayed_rows, verify_ms - forward.queued_ms);
   pending_rows_ += accepted + 1;
 }
 

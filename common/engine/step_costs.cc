@@ -82,13 +82,13 @@ const StepCosts::Bucket* StepCosts::Find(int64_t batch) const {
 }
 
 void StepCosts::RecordVerify(int64_t batch, int64_t own, int64_t forward_rows,
-                             int64_t forward_sequences, double ms) {
+                             int64_t forward_sequences, int64_t replayed_rows, double ms) {
   Bucket& bucket = At(batch);
   bucket.steps += StepsPerSample(batch);
   const int64_t rows = forward_rows > 0 ? std::max(forward_rows, own) : own * batch;
   const int64_t sequences = forward_sequences > 0 ? forward_sequences : batch;
   bucket.verify.Add(static_cast<double>(rows), 0, ms, FadingPerSample(batch));
-  if (rows == sequences) {
+  if (rows == sequences && replayed_rows == 0) {
     bucket.target_only.Add(0, 0, ms, FadingPerSample(batch));
     bucket.target_only_at_step = bucket.steps;
   }

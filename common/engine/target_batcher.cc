@@ -75,10 +75,11 @@ std::vector<bool> TargetBatcher::Step(std::span<TargetJob* const> batch) const {
   const c10::InferenceMode inference;
   std::vector<model::SequenceInput> inputs;
   inputs.reserve(batch.size());
-  int64_t rows = 0;
+  int64_t rows = 0, replayed_rows = 0;
   for (const TargetJob* job : batch) {
     rows += job->rows();
     inputs.push_back(job->session->NextForward());
+    replayed_rows += inputs.back().cache->replay_length();
   }
   absl::StatusOr<std::vector<model::ForwardOutput>> outputs = target_.ForwardBatch(inputs);
   if (outputs.ok()) {
@@ -95,6 +96,7 @@ std::vector<bool> TargetBatcher::Step(std::span<TargetJob* const> batch) const {
       TargetForward& forward = (*job.result)->tokens.forward;
       forward.rows = rows;
       forward.sequences = static_cast<int64_t>(batch.size());
+      forward.replayed_rows = replayed_rows;
     }
   }
   return done;

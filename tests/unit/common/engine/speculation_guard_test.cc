@@ -70,12 +70,15 @@ struct SimulatedPair {
 // `requests` open on one guard whose steps share forwards, one per round: every request that
 // drafts is in one draft forward, `draft_ms(rows, drafts)` for all of their rows (block and
 // pending context) and drafts; every request is in one verify forward, `verify_ms(blocks)` for
-// their blocks. Each draft is accepted with `accept`. As in a served batch, each request records
-// its step and chooses its next one before the next request does.
+// their blocks, plus `replay_ms_per_row` for each row of a block verified the round before that
+// the forward's DeltaNet layers replay first. Each draft is accepted with `accept`. As in a
+// served batch, each request records its step and chooses its next one before the next request
+// does.
 struct SimulatedCrowd {
   double accept = 0.8;
   std::function<double(int64_t, int64_t)> draft_ms;
   std::function<double(const std::vector<int64_t>&)> verify_ms;
+  double replay_ms_per_row = 0;
   double elapsed_ms = 0;
   int64_t emitted = 0;
   std::mt19937 random{11};
@@ -90,6 +93,7 @@ struct SimulatedCrowd {
     };
     std::vector<std::optional<Step>> last(requests.size());
     std::vector<int64_t> pending(requests.size(), kPrompt);
+    std::vector<int64_t> replayed(requests.size(), 0);
     std::vector<int64_t> blocks(requests.size());
     std::bernoulli_distribution accepted(accept);
     for (int64_t round = 0; round < rounds; ++round) {
@@ -105,7 +109,10 @@ struct SimulatedCrowd {
       }
       const std::optional<double> draft =
           drafts > 0 ? std::optional(draft_ms(draft_rows, drafts)) : std::nullopt;
-      const double verify = verify_ms(blocks);
+      int64_t replay_rows = 0;
+      for (const int64_t rows : replayed) replay_rows += rows;
+      const double verify =
+          verify_ms(blocks) + replay_ms_per_row * static_cast<double>(replay_rows);
       for (size_t r = 0; r < requests.size(); ++r) {
         int64_t kept = 0;
         while (kept < blocks[r] - 1 && accepted(random)) ++kept;
@@ -114,11 +121,13 @@ struct SimulatedCrowd {
         step.drafts.forward = {.rows = draft_rows, .drafts = drafts};
         step.verified.ids.resize(kept + 1);
         step.verified.forward = {.rows = verify_rows,
-                                 .sequences = static_cast<int64_t>(requests.size())};
+                                 .sequences = static_cast<int64_t>(requests.size()),
+                                 .replayed_rows = replay_rows};
         step.draft_ms = blocks[r] > 1 ? draft : std::nullopt;
         step.verify_ms = verify;
         if (blocks[r] > 1) pending[r] = 0;
         pending[r] += kept + 1;
+        replayed[r] = blocks[r] > 1 ? kept + 1 : 0;
         emitted += kept + 1;
       }
       elapsed_ms += draft.value_or(0) + verify;
@@ -143,12 +152,12 @@ int64_t CountIn(const std::vector<int64_t>& chosen, int64_t size, size_t tail) {
 TEST(StepCostsTest, PricesAForwardOfAnyRowsFromTheLineThroughThoseMeasured) {
   StepCosts costs;
   EXPECT_FALSE(costs.VerifyMs(1, 4).has_value());
-  costs.RecordVerify(1, 1, 1, 1, 10);
+  costs.RecordVerify(1, 1, 1, 1, 0, 10);
   // One row count measured: flat.
   EXPECT_DOUBLE_EQ(*costs.VerifyMs(1, 16), 10);
   for (int i = 0; i < 8; ++i) {
-    costs.RecordVerify(1, 16, 16, 1, 25);
-    costs.RecordVerify(1, 1, 1, 1, 10);
+    costs.RecordVerify(1, 16, 16, 1, 0, 25);
+    costs.RecordVerify(1, 1, 1, 1, 0, 10);
   }
   EXPECT_NEAR(*costs.VerifyMs(1, 8), 17, 1e-6);
   EXPECT_NEAR(*costs.VerifyMs(1, 31), 40, 1e-6);
@@ -186,8 +195,8 @@ TEST(StepCostsTest, ADraftForwardsInputsThatVariedOnlyTogetherShareTheSlope) {
 TEST(StepCostsTest, AForwardThatAlsoTookPrefillRowsIsPricedByThemNotByTheBlock) {
   StepCosts costs;
   for (int i = 0; i < 8; ++i) {
-    costs.RecordVerify(2, 1, 2, 2, 10);     // two requests' single tokens
-    costs.RecordVerify(2, 1, 402, 2, 210);  // beside a 400-row prefill chunk
+    costs.RecordVerify(2, 1, 2, 2, 0, 10);     // two requests' single tokens
+    costs.RecordVerify(2, 1, 402, 2, 0, 210);  // beside a 400-row prefill chunk
   }
   EXPECT_NEAR(*costs.VerifyMs(2, 32), 25, 1e-6);
   EXPECT_EQ(costs.TargetOnlyAge(2), 0);
@@ -199,16 +208,28 @@ TEST(StepCostsTest, AForwardThatAlsoTookPrefillRowsIsPricedByThemNotByTheBlock) 
 TEST(StepCostsTest, PricesATargetOnlyForwardByItsOwnTimesNotByTheLineThroughBlocks) {
   StepCosts costs;
   EXPECT_FALSE(costs.TargetOnlyMs(16).has_value());
-  costs.RecordVerify(16, 16, 256, 16, 985);
+  costs.RecordVerify(16, 16, 256, 16, 0, 985);
   EXPECT_DOUBLE_EQ(*costs.TargetOnlyMs(16), 985) << "the line, until a target-only forward ran";
-  costs.RecordVerify(16, 1, 16, 16, 70);
-  for (int i = 0; i < 64; ++i) costs.RecordVerify(16, 6, 96, 16, 410);
+  costs.RecordVerify(16, 1, 16, 16, 0, 70);
+  for (int i = 0; i < 64; ++i) costs.RecordVerify(16, 6, 96, 16, 0, 410);
   EXPECT_GT(*costs.VerifyMs(16, 16), 100) << "the line through the blocks, this test's premise";
   EXPECT_DOUBLE_EQ(*costs.TargetOnlyMs(16), 70);
   EXPECT_EQ(costs.TargetOnlyAge(16), 4);  // 64 samples of 16 requests' steps since
   // Forwards of blocks with as few rows as requests open are not target-only ones.
-  costs.RecordVerify(16, 6, 12, 2, 40);
+  costs.RecordVerify(16, 6, 12, 2, 0, 40);
   EXPECT_DOUBLE_EQ(*costs.TargetOnlyMs(16), 70);
+}
+
+// The step after a verify block replays the block's accepted rows in the DeltaNet layers: a
+// target-only forward that did costs what target-only decoding, which replays none, does not.
+TEST(StepCostsTest, ATargetOnlyForwardThatReplayedABlockIsNotTargetOnlyDecodingsPrice) {
+  StepCosts costs;
+  costs.RecordVerify(16, /*own=*/1, /*forward_rows=*/16, /*forward_sequences=*/16,
+                     /*replayed_rows=*/0, /*ms=*/64);
+  for (int i = 0; i < 32; ++i) costs.RecordVerify(16, 6, 96, 16, 0, 310);
+  costs.RecordVerify(16, 1, 16, 16, /*replayed_rows=*/96, 86);
+  EXPECT_DOUBLE_EQ(*costs.TargetOnlyMs(16), 64);
+  EXPECT_EQ(costs.TargetOnlyAge(16), 2) << "its age counts from the forward that replayed none";
 }
 
 TEST(SpeculationGuardTest, AFreshGuardSpeculatesAFullBlockThenASingleTokenThenAnotherBlock) {
@@ -368,6 +389,34 @@ TEST(SpeculationGuardTest, ACrowdWhoseBlocksCostMoreThanTheyGainDecodesTargetOnl
   const double target_only = 16 / pair.verify_ms(std::vector<int64_t>(16, 1));  // tokens per ms
   EXPECT_GE(static_cast<double>(pair.emitted - emitted) / (pair.elapsed_ms - elapsed_ms),
             0.9 * target_only);
+}
+
+// Sixteen requests whose every draft is accepted, as the 0.8B-shaped W4A8 pair runs them on a
+// 2-core CPU (bench serve --force-tau 6): a block's rows cost less each than target-only's single
+// tokens, but with the draft forward and the replay of the block's rows in the next forward no
+// block pays. A look at target-only taken right after speculating carries that replay; priced by
+// it, target-only looked slower than blocks of 6, and the crowd speculated at 0.9× its speed.
+TEST(SpeculationGuardTest, ACrowdPricesTargetOnlyByForwardsThatReplayNoBlock) {
+  SpeculationGuard guard;
+  std::vector<SpeculationGuard::Request> crowd = Crowd(guard, 16);
+  SimulatedCrowd pair{
+      .accept = 1,
+      .draft_ms = [](int64_t rows, int64_t drafts) { return 10 + 0.1 * rows + 0.55 * drafts; },
+      .verify_ms =
+          [](const std::vector<int64_t>& blocks) {
+            int64_t rows = 0;
+            for (const int64_t block : blocks) rows += block;
+            return 14 + 3.125 * static_cast<double>(rows);  // 16 rows: 64 ms, 96: 314 ms
+          },
+      .replay_ms_per_row = 0.25};
+  pair.Run(crowd, 300);
+  const double elapsed_ms = pair.elapsed_ms;
+  const int64_t emitted = pair.emitted;
+  const std::vector<int64_t> last = pair.Run(crowd, 300);
+  EXPECT_EQ(std::count(last.begin(), last.end(), 1), 16);
+  const double target_only = 16 / pair.verify_ms(std::vector<int64_t>(16, 1));  // tokens per ms
+  EXPECT_GE(static_cast<double>(pair.emitted - emitted) / (pair.elapsed_ms - elapsed_ms),
+            0.95 * target_only);
 }
 
 // One device runs every request's forwards: a look at the drafter holds the whole batch up, not

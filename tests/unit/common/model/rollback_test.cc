@@ -107,5 +107,22 @@ TEST_F(RollbackTest, OnlyTheLastBlockCanBeRolledBack) {
   EXPECT_EQ(cache.length(), kPrompt + 5);
 }
 
+// The DeltaNet layers take a block's kept rows in again at the start of the next forward: work
+// the block's step deferred, which the speculation guard must not price as the next step's own.
+TEST_F(RollbackTest, TheForwardAfterABlockReplaysWhatWasKeptOfIt) {
+  Qwen35Cache cache = NewCache();
+  ASSERT_TRUE(model_->Prefill(Ids(0, kPrompt), cache).ok());
+  EXPECT_EQ(cache.replay_length(), 0);
+  ASSERT_TRUE(model_->ForwardBlock(Ids(kPrompt, kPrompt + 4), cache).ok());
+  EXPECT_EQ(cache.replay_length(), 4) << "kept whole unless rolled back";
+  ASSERT_TRUE(cache.Rollback(2).ok());
+  EXPECT_EQ(cache.replay_length(), 2);
+  ASSERT_TRUE(model_->Decode(ids_[kPrompt + 2], cache).ok());
+  EXPECT_EQ(cache.replay_length(), 0);
+  ASSERT_TRUE(model_->ForwardBlock(Ids(kPrompt + 3, kPrompt + 6), cache).ok());
+  cache.Reset();
+  EXPECT_EQ(cache.replay_length(), 0);
+}
+
 }  // namespace
 }  // namespace specd::model
