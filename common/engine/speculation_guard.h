@@ -1,8 +1,9 @@
 #pragma once
 // The speculation guard: before each decode step it picks the block size (1: no speculation)
-// with the best expected tokens per second, so that speculating is never slower than not. One
-// guard prices one pair (a served target and its drafter on one device); each request opens its
-// own view of it.
+// with the best expected tokens per second, so that speculating is never slower than not; and
+// only when it is expected to be 10 % faster, since a tie would only make the stream burstier.
+// One guard prices one pair (a served target and its drafter on one device); each request opens
+// its own view of it.
 //
 // A step that asks for k − 1 drafts is expected to emit E(k) = 1 + Σ_{i<k−1} P(drafts 1 … i + 1
 // are accepted) tokens, and to cost the draft call asked for k − 1 drafts plus the verify
