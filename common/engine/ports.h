@@ -43,13 +43,15 @@ struct Drafts {
 };
 
 // The target forward that ran a step, other requests' batched with it: its rows and sequences
-// (0: unknown), the rows of earlier verify blocks its DeltaNet layers replayed first (work that
-// block's step deferred, which its rows do not count), and of the step's time how long it waited
-// for that forward to start (others' forwards running, batch members still to come): what a step
-// costs beyond its forward when requests are out of step with each other.
+// (0: unknown), of its rows those the LM head ran over (0: unknown, all; a prefill chunk's skip
+// it but its last), the rows of earlier verify blocks its DeltaNet layers replayed first (work
+// that block's step deferred, which its rows do not count), and of the step's time how long it
+// waited for that forward to start (others' forwards running, batch members still to come): what
+// a step costs beyond its forward when requests are out of step with each other.
 struct TargetForward {
   int64_t rows = 0;
   int64_t sequences = 0;
+  int64_t logit_rows = 0;
   int64_t replayed_rows = 0;
   double queued_ms = 0;
 };

@@ -268,9 +268,8 @@ void SpeculationGuard::Request::Record(const Drafts& drafts, const EmittedTokens
   } else {
     idle_ms_ += draft_ms.value_or(0) + verify_ms;
   }
-  const TargetForward& forward = verified.forward;
-  guard_->costs_.RecordVerify(batch_, proposed + 1, forward.rows, forward.sequences,
-                              forward.replayed_rows, verify_ms - forward.queued_ms);
+  guard_->costs_.RecordVerify(batch_, proposed + 1, verified.forward,
+                              verify_ms - verified.forward.queued_ms);
   pending_rows_ += accepted + 1;
 }
 

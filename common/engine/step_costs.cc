@@ -81,14 +81,15 @@ const StepCosts::Bucket* StepCosts::Find(int64_t batch) const {
   return bucket < buckets_.size() ? &buckets_[bucket] : nullptr;
 }
 
-void StepCosts::RecordVerify(int64_t batch, int64_t own, int64_t forward_rows,
-                             int64_t forward_sequences, int64_t replayed_rows, double ms) {
+void StepCosts::RecordVerify(int64_t batch, int64_t own, const TargetForward& forward, double ms) {
   Bucket& bucket = At(batch);
   bucket.steps += StepsPerSample(batch);
-  const int64_t rows = forward_rows > 0 ? std::max(forward_rows, own) : own * batch;
-  const int64_t sequences = forward_sequences > 0 ? forward_sequences : batch;
-  bucket.verify.Add(static_cast<double>(rows), 0, ms, FadingPerSample(batch));
-  if (rows == sequences && replayed_rows == 0) {
+  const int64_t rows = forward.rows > 0 ? std::max(forward.rows, own) : own * batch;
+  const int64_t sequences = forward.sequences > 0 ? forward.sequences : batch;
+  const int64_t logit_rows = forward.logit_rows > 0 ? std::min(forward.logit_rows, rows) : rows;
+  bucket.verify.Add(static_cast<double>(rows), static_cast<double>(logit_rows), ms,
+                    FadingPerSample(batch));
+  if (rows == sequences && forward.replayed_rows == 0) {
     bucket.target_only.Add(0, 0, ms, FadingPerSample(batch));
     bucket.target_only_at_step = bucket.steps;
   }
@@ -109,7 +110,7 @@ void StepCosts::RecordDraft(int64_t batch, int64_t own_drafts, int64_t forward_r
 std::optional<double> StepCosts::VerifyMs(int64_t batch, double rows) const {
   const Bucket* bucket = Find(batch);
   if (bucket == nullptr || bucket->verify.weight == 0) return std::nullopt;
-  return bucket->verify.At(rows, 0);
+  return bucket->verify.At(rows, rows);
 }
 
 std::optional<double> StepCosts::TargetOnlyMs(int64_t batch) const {

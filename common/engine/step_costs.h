@@ -2,8 +2,12 @@
 // What decode steps cost on one served pair, measured as it serves, by the number of requests
 // decoding at once (bucketed by powers of two): the step schedulers batch their forwards, so a
 // step's time is that of a forward over every member's rows. Kept per batch size:
-// - the verify forward's time as a line in its rows, fitted to recent steps (a forward that also
-//   took prefill chunks is priced by its larger row count, not blamed on a block);
+// - the verify forward's time as a plane in its rows and in those of them the LM head ran over,
+//   fitted to recent steps: a forward that also took prefill chunks is priced by its larger row
+//   count, not blamed on a block, and its chunks' rows, which skip the head, by what they cost (on
+//   a CPU 2.2 ms a row of the 0.8B shape against 3.2 for a block's: a line through both put a
+//   16-client verify of 96 rows at 275 ms for 310, and speculation at 1.08× where it ran at 0.93×);
+//   a verify is priced as a forward whose every row goes through the head;
 // - a target-only forward's time (every sequence's one token) on its own: a forward of blocks
 //   does per sequence what one of single tokens does not, and a CPU's turns compute-bound past a
 //   few rows, so a line through forwards of blocks misprices one of single tokens. Nor is one that
@@ -21,15 +25,15 @@
 #include <optional>
 #include <vector>
 
+#include "common/engine/ports.h"
+
 namespace specd::engine {
 
 class StepCosts {
  public:
-  // A verify step at `batch` open requests that took `ms`, in a forward of `forward_rows` rows
-  // and `forward_sequences` sequences (0: unknown, taken as `batch` blocks like its own) that
-  // replayed `replayed_rows` rows of earlier blocks, `own` rows its own.
-  void RecordVerify(int64_t batch, int64_t own, int64_t forward_rows, int64_t forward_sequences,
-                    int64_t replayed_rows, double ms);
+  // A verify step at `batch` open requests that took `ms` in `forward` (its unknown counts taken
+  // as `batch` blocks like its own), `own` rows its own.
+  void RecordVerify(int64_t batch, int64_t own, const TargetForward& forward, double ms);
   // A draft call at `batch` that was asked for `own_drafts` drafts, in a draft forward of
   // `forward_rows` rows (every call's block and context rows taken in) asked for
   // `forward_drafts`, that took `ms`.
@@ -63,7 +67,7 @@ class StepCosts {
     double At(double at_x, double at_y) const;
   };
   struct Bucket {
-    Plane verify;                               // in rows (y unused)
+    Plane verify;                               // in rows and logit rows
     Plane target_only;                          // its mean (x and y unused)
     std::optional<double> target_only_at_step;  // the last target-only step
     Plane drafting;                             // in a draft forward's rows and drafts

@@ -75,11 +75,12 @@ std::vector<bool> TargetBatcher::Step(std::span<TargetJob* const> batch) const {
   const c10::InferenceMode inference;
   std::vector<model::SequenceInput> inputs;
   inputs.reserve(batch.size());
-  int64_t rows = 0, replayed_rows = 0;
+  int64_t rows = 0, logit_rows = 0, replayed_rows = 0;
   for (const TargetJob* job : batch) {
     rows += job->rows();
-    inputs.push_back(job->session->NextForward());
-    replayed_rows += inputs.back().cache->replay_length();
+    const model::SequenceInput& input = inputs.emplace_back(job->session->NextForward());
+    logit_rows += input.logit_row_count();
+    replayed_rows += input.cache->replay_length();
   }
   absl::StatusOr<std::vector<model::ForwardOutput>> outputs = target_.ForwardBatch(inputs);
   if (outputs.ok()) {
@@ -96,6 +97,7 @@ std::vector<bool> TargetBatcher::Step(std::span<TargetJob* const> batch) const {
       TargetForward& forward = (*job.result)->tokens.forward;
       forward.rows = rows;
       forward.sequences = static_cast<int64_t>(batch.size());
+      forward.logit_rows = logit_rows;
       forward.replayed_rows = replayed_rows;
     }
   }

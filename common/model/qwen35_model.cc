@@ -13,6 +13,18 @@
 namespace specd::model {
 using base::CatchTorchErrors;
 
+int64_t SequenceInput::logit_row_count() const {
+  switch (options.logit_rows) {
+    case LogitRows::kAll:
+      return static_cast<int64_t>(ids.size());
+    case LogitRows::kLast:
+      return 1;
+    case LogitRows::kNone:
+      return 0;
+  }
+  return 0;
+}
+
 absl::StatusOr<Qwen35Model> Qwen35Model::Load(const std::filesystem::path& dir,
                                               const ModelOptions& options) {
   absl::StatusOr<io::Qwen35CheckpointConfig> config = io::ReadQwen35CheckpointConfig(dir);
@@ -190,22 +202,11 @@ std::vector<ForwardOutput> Qwen35Model::Forward(std::span<const SequenceInput> b
   keep_state(layers_.size(), h);
 
   // One head product over the rows whose logits some sequence wants.
-  const auto logit_count = [&](size_t s) -> int64_t {
-    switch (batch[s].options.logit_rows) {
-      case LogitRows::kAll:
-        return context.sequences[s].length;
-      case LogitRows::kLast:
-        return 1;
-      case LogitRows::kNone:
-        return 0;
-    }
-    return 0;
-  };
   std::vector<int64_t> logit_rows;
   for (size_t s = 0; s < batch.size(); ++s) {
     const SequenceRows& rows = context.sequences[s];
-    for (int64_t row = rows.row + rows.length - logit_count(s); row < rows.row + rows.length;
-         ++row) {
+    for (int64_t row = rows.row + rows.length - batch[s].logit_row_count();
+         row < rows.row + rows.length; ++row) {
       logit_rows.push_back(row);
     }
   }
@@ -222,7 +223,7 @@ std::vector<ForwardOutput> Qwen35Model::Forward(std::span<const SequenceInput> b
   int64_t logit_row = 0;
   for (size_t s = 0; s < batch.size(); ++s) {
     const SequenceRows& rows = context.sequences[s];
-    if (const int64_t count = logit_count(s); count > 0) {
+    if (const int64_t count = batch[s].logit_row_count(); count > 0) {
       outputs[s].logits = logits.narrow(0, logit_row, count);
       logit_row += count;
     }

@@ -48,6 +48,9 @@ struct SequenceInput {
   ForwardOptions options = {};
   // A verify block: until the cache's next forward, cache->Rollback(k) can keep a prefix of it.
   bool keep_for_rollback = false;
+
+  // Rows of `ids` the head runs over, as options.logit_rows asks.
+  int64_t logit_row_count() const;
 };
 
 // The execution calls check their inputs before touching `cache`; a call that fails later (a

@@ -56,6 +56,7 @@ absl::StatusOr<engine::EmittedTokens> RemoteTargetPort::Verify(const engine::Dra
       .logprobs = {},
       .forward = {.rows = response->forward_rows(),
                   .sequences = response->forward_sequences(),
+                  .logit_rows = response->forward_logit_rows(),
                   .replayed_rows = response->forward_replayed_rows(),
                   .queued_ms = rpc::ToMilliseconds(response->queue_time())}};
   tokens.ids.push_back(response->next_token_id());

@@ -226,6 +226,7 @@ absl::StatusOr<v1::VerifyResponse> VerifierHandler::RunVerify(Session& session,
   const engine::TargetForward& forward = step->tokens.forward;
   response.set_forward_rows(static_cast<uint32_t>(forward.rows));
   response.set_forward_sequences(static_cast<uint32_t>(forward.sequences));
+  response.set_forward_logit_rows(static_cast<uint32_t>(forward.logit_rows));
   response.set_forward_replayed_rows(static_cast<uint32_t>(forward.replayed_rows));
   *response.mutable_queue_time() = rpc::ToProtoDuration(absl::Milliseconds(forward.queued_ms));
   *response.mutable_compute_time() = rpc::ToProtoDuration(base::Clock::now() - start);
