@@ -87,6 +87,11 @@ void GatedDeltaNetState::RollbackBlock(int64_t accepted) {
   if (accepted > 0) replay_ = block.inputs.Rows(0, accepted).Clone();
 }
 
+int64_t GatedDeltaNetState::replay_length() const {
+  if (block_.has_value()) return block_->inputs.q.size(0);
+  return replay_.has_value() ? replay_->q.size(0) : 0;
+}
+
 void GatedDeltaNetState::Reset() {
   block_.reset();
   replay_.reset();

@@ -65,6 +65,10 @@ class GatedDeltaNetState {
   // Keeps only the first `accepted` tokens of the last ones fed (which were kept for rollback).
   void RollbackBlock(int64_t accepted);
 
+  // Tokens of an earlier block the next StartRecurrence puts before its own: the pending block
+  // whole, or what RollbackBlock kept of it.
+  int64_t replay_length() const;
+
   void Reset();
 
  private:

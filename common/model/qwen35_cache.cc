@@ -7,11 +7,7 @@
 namespace specd::model {
 
 Qwen35Cache::Qwen35Cache(std::vector<LayerCache> layers, int64_t max_length)
-    : layers_(std::move(layers)), max_length_(max_length) {
-  for (const LayerCache& layer : layers_) {
-    has_delta_net_ = has_delta_net_ || std::holds_alternative<GatedDeltaNetState>(layer);
-  }
-}
+    : layers_(std::move(layers)), max_length_(max_length) {}
 
 absl::Status Qwen35Cache::Rollback(int64_t accepted) {
   if (accepted < 0 || accepted > pending_block_length_) {
@@ -24,8 +20,15 @@ absl::Status Qwen35Cache::Rollback(int64_t accepted) {
   }
   length_ -= pending_block_length_ - accepted;
   pending_block_length_ = 0;
-  replay_length_ = has_delta_net_ ? accepted : 0;
   return absl::OkStatus();
+}
+
+int64_t Qwen35Cache::replay_length() const {
+  // Every DeltaNet layer took the same tokens in: the first one's answer is all of theirs.
+  for (const LayerCache& layer : layers_) {
+    if (const auto* state = std::get_if<GatedDeltaNetState>(&layer)) return state->replay_length();
+  }
+  return 0;
 }
 
 int64_t Qwen35Cache::bytes() const {
@@ -42,14 +45,11 @@ void Qwen35Cache::Reset() {
   }
   length_ = 0;
   pending_block_length_ = 0;
-  replay_length_ = 0;
 }
 
 void Qwen35Cache::Append(int64_t count, bool keep_for_rollback) {
   length_ += count;
   pending_block_length_ = keep_for_rollback ? count : 0;
-  // A kept block is replayed whole unless Rollback keeps less of it.
-  replay_length_ = has_delta_net_ ? pending_block_length_ : 0;
 }
 
 }  // namespace specd::model

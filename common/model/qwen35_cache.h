@@ -33,7 +33,7 @@ class Qwen35Cache {
   // Tokens of an earlier block (all of it, or what Rollback kept) that the DeltaNet layers take in
   // again at the start of the next forward, before its own; 0 in a model without them. Such a
   // forward costs more than its own rows say.
-  int64_t replay_length() const { return replay_length_; }
+  int64_t replay_length() const;
 
   // Empty again, ready for a new request; nothing is reallocated.
   void Reset();
@@ -52,8 +52,6 @@ class Qwen35Cache {
   int64_t max_length_ = 0;
   int64_t length_ = 0;
   int64_t pending_block_length_ = 0;
-  int64_t replay_length_ = 0;
-  bool has_delta_net_ = false;
 };
 
 }  // namespace specd::model
