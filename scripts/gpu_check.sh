@@ -2,9 +2,9 @@
 # Runs on a CUDA machine (the device tool): builds the engine alone against the carried
 # .cache/gpu-bundle (scripts/gpu_bundle.sh) and, when present, the CUDA LibTorch of the local
 # PyTorch; runs the gpu-labelled tests, the op table's backend checks (CUDA's among them), the W4A16
-# GEMM benchmark beside PyTorch's INT4 kernel, a Qwen3.5-4B-shaped INT4 decode step, speculative
-# decoding at a forced tau on the three regimes and transformers on the same shape; prints a short
-# table and the benchmarks' numbers last. Full logs go to $OUT (or build-gpu/logs/).
+# GEMM benchmark beside PyTorch's INT4 kernel, a Qwen3.5-4B-shaped INT4 decode step (with and
+# without CUDA graphs), speculative decoding at a forced tau on the three regimes and transformers
+# on the same shape; prints a short table and the benchmarks' numbers last. Full logs go to $OUT (or build-gpu/logs/).
 #   here:       bash scripts/gpu_bundle.sh && cp -rL ../shared .cache/shared
 #   device run: bash scripts/gpu_check.sh      (carry: .cache/gpu-bundle, .cache/shared)
 set -uo pipefail
@@ -47,6 +47,9 @@ step init-4b timeout 240 "$specd" bench init-model --preset qwen35-4b --dtype bf
   --group-size 128 --out build-gpu/qwen35-4b-w4a16
 step decode-4b timeout 120 "$specd" bench decode --model build-gpu/qwen35-4b-w4a16 --device cuda \
   --prompt-len 512 --tokens 64 --block 16 --batch 16
+# The same decode steps replayed as CUDA graphs: what launching a step's kernels one by one costs.
+step decode-4b-graphs timeout 120 "$specd" bench decode --model build-gpu/qwen35-4b-w4a16 \
+  --device cuda --cuda-graphs --prompt-len 512 --tokens 64 --block 16
 # PyTorch's own W4A16 kernel on the same shapes, measured as the W4A16 GEMM benchmark measures.
 step torch-int4 timeout 120 python3 tests/bench/torch_int4_gemm.py
 # Speculative decoding with a 5-layer DFlash drafter of the target's width (random weights, so its
@@ -65,6 +68,8 @@ printf '%s\n' "${results[@]}"
 grep -hE 'tests passed|Skipped|Failed' "$logs/gpu-tests.log" "$logs/backend-ops.log" || true
 echo "== Qwen3.5-4B-shaped W4A16 on the device ($logs/decode-4b.log) =="
 grep -E '^(prefill|decode|verify block|batched decode|batched verify) ' "$logs/decode-4b.log" || true
+echo "== The same decode steps as CUDA graphs ($logs/decode-4b-graphs.log) =="
+grep -E '^decode ' "$logs/decode-4b-graphs.log" || true
 echo "== Speculative, acceptance forced to tau 6, and transformers ($logs/spec-4b.log, hf-4b.log) =="
 grep -vE '^(model|drafter) ' "$logs/spec-4b.log" || true
 grep -E '^(transformers|short|medium|long) ' "$logs/hf-4b.log" || true

@@ -25,7 +25,7 @@ struct ForwardFlags {
   bool hidden_states = false;
   std::optional<int64_t> split;
   std::optional<int64_t> block_length;
-  model::ModelOptions model_options;  // --device, --dtype, --int4-activations, --lm-head
+  model::ModelOptions model_options;  // AddModelOptions' flags
 };
 
 // The tensors to write: logits and optionally hidden states, all float32 on the CPU.

@@ -44,7 +44,7 @@ struct GenerateFlags {
   bool speculation_guard = true;
   bool rejection_sampling = false;
   int64_t logprobs = -1;              // -1: none
-  model::ModelOptions model_options;  // --device, --dtype, --int4-activations, --lm-head
+  model::ModelOptions model_options;  // AddModelOptions' flags
 };
 
 struct TokenizerSource {

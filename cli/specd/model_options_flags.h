@@ -1,6 +1,7 @@
 #pragma once
-// Where and how a command runs a model: `--device`, `--dtype`, and how the CPU's kernels take it
-// (`--int4-activations`, `--lm-head`). One set of options for every command that loads one.
+// Where and how a command runs a model: `--device`, `--dtype`, how the CPU's kernels take it
+// (`--int4-activations`, `--lm-head`) and the GPU's decode steps (`--cuda-graphs`). One set of
+// options for every command that loads one.
 #include <c10/core/Device.h>
 #include <c10/util/Exception.h>
 
@@ -74,6 +75,10 @@ inline void AddModelOptions(CLI::App& command, model::ModelOptions& options,
           "stored: the LM head as the checkpoint stores it (the default, exact); int8 (CPU only): "
           "rounded per row to 8 bits and multiplied on int8 activations (AVX-512 VNNI or AVX2), "
           "half a bf16 head's bytes per token; not exact");
+  command.add_flag("--cuda-graphs", options.cuda_graphs,
+                   scope +
+                       "decode steps as CUDA graphs: one captured per batch of sequences on its "
+                       "second step, replayed while the batch lasts (not yet run on a GPU)");
 }
 
 }  // namespace specd::cli

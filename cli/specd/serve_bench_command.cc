@@ -86,7 +86,7 @@ struct ServeBenchFlags {
   float temperature = 0;     // every request's sampling; 0: greedy
   float top_p = 1;
   int64_t top_k = 0;
-  model::ModelOptions model_options;  // --device, --dtype, --int4-activations, --lm-head
+  model::ModelOptions model_options;  // AddModelOptions' flags
 };
 
 // The most cache memory reserved since the last Reset.

@@ -37,7 +37,7 @@ struct SpecBenchFlags {
   std::vector<int64_t> new_tokens;
   uint64_t seed = 0;
   int64_t repeats = 3;
-  model::ModelOptions model_options;  // --device, --dtype, --int4-activations, --lm-head
+  model::ModelOptions model_options;  // AddModelOptions' flags
 };
 
 engine::GenerationRequest GreedyRequest(int64_t prompt_length, int64_t new_tokens, int64_t vocab,

@@ -26,6 +26,11 @@ struct SequenceRows {
 struct ForwardContext {
   std::vector<SequenceRows> sequences;  // in row order, covering every row
   RotaryAngles angles;                  // every row's, at its own position
+  // Every row's position as a [rows] int64 tensor on the model's device, in a forward run in the
+  // form a CUDA graph replays at later positions (common/model/step_graphs.h): the caches are
+  // written at these and attention runs over a whole cache under a mask, so that no shape or
+  // offset depends on `start`. Undefined otherwise.
+  at::Tensor positions;
 
   // Adds a sequence's `length` rows after the others, at positions [start, start + length).
   void Add(int64_t length, int64_t start, bool keep_for_rollback = false) {

@@ -44,12 +44,23 @@ at::Tensor GatedAttention::Forward(const at::Tensor& x, std::span<LayerCache* co
   const at::Tensor v = v_proj_.Forward(x).view({rows, kv_heads_, head_dim_});
   const at::Tensor attended = PerSequence(context, [&](size_t i, const SequenceRows& sequence) {
     KvCache& cache = std::get<KvCache>(*caches[i]);
-    cache.Write(sequence.start, k.narrow(0, sequence.row, sequence.length),
-                v.narrow(0, sequence.row, sequence.length));
+    const auto rows_of = [&](const at::Tensor& t) {
+      return t.narrow(0, sequence.row, sequence.length);
+    };
+    if (context.positions.defined()) {  // the form a CUDA graph replays
+      const at::Tensor positions = rows_of(context.positions);
+      cache.Write(positions, rows_of(k), rows_of(v));
+      const int64_t keys = cache.max_length();
+      const at::Tensor visible =
+          at::arange(keys, positions.options()).unsqueeze(0) <= positions.unsqueeze(1);
+      return ops::Attention(rows_of(q), cache.Keys(keys), cache.Values(keys),
+                            ops::Visibility::Mask(visible));
+    }
+    cache.Write(sequence.start, rows_of(k), rows_of(v));
     const int64_t seen = sequence.start + sequence.length;
     // Query t sits at position start + t and sees the cache's keys up to there.
-    return ops::Attention(q.narrow(0, sequence.row, sequence.length), cache.Keys(seen),
-                          cache.Values(seen), ops::Visibility::Causal(sequence.start));
+    return ops::Attention(rows_of(q), cache.Keys(seen), cache.Values(seen),
+                          ops::Visibility::Causal(sequence.start));
   });
   return o_proj_.Forward(attended.reshape({rows, heads_ * head_dim_}) *
                          at::sigmoid(gate.reshape({rows, heads_ * head_dim_})));

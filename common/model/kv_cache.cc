@@ -23,4 +23,9 @@ void KvCache::Write(int64_t start, const at::Tensor& k, const at::Tensor& v) {
   values_.narrow(1, start, v.size(0)).copy_(v.transpose(0, 1));
 }
 
+void KvCache::Write(const at::Tensor& positions, const at::Tensor& k, const at::Tensor& v) {
+  keys_.index_copy_(1, positions, k.transpose(0, 1));
+  values_.index_copy_(1, positions, v.transpose(0, 1));
+}
+
 }  // namespace specd::model

@@ -20,8 +20,13 @@ class KvCache {
   // What this one holds.
   int64_t bytes() const;
 
+  int64_t max_length() const { return keys_.size(1); }
+
   // Stores k, v [T, kv_heads, head_dim] at positions [start, start + T).
   void Write(int64_t start, const at::Tensor& k, const at::Tensor& v);
+  // The same at the positions a tensor on the cache's device holds ([T] int64): what a CUDA graph
+  // replays at later positions.
+  void Write(const at::Tensor& positions, const at::Tensor& k, const at::Tensor& v);
 
   // Views of positions [0, length): [kv_heads, length, head_dim].
   at::Tensor Keys(int64_t length) const { return keys_.narrow(1, 0, length); }

@@ -1,5 +1,6 @@
 #include "common/model/qwen35_cache.h"
 
+#include <atomic>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -7,7 +8,10 @@
 namespace specd::model {
 
 Qwen35Cache::Qwen35Cache(std::vector<LayerCache> layers, int64_t max_length)
-    : layers_(std::move(layers)), max_length_(max_length) {}
+    : layers_(std::move(layers)), max_length_(max_length) {
+  static std::atomic<uint64_t> caches_made{0};
+  id_ = ++caches_made;
+}
 
 absl::Status Qwen35Cache::Rollback(int64_t accepted) {
   if (accepted < 0 || accepted > pending_block_length_) {

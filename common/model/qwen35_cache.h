@@ -19,6 +19,8 @@ class Qwen35Cache {
  public:
   Qwen35Cache(std::vector<LayerCache> layers, int64_t max_length);
 
+  // Names this cache's memory among every cache of the process (what a CUDA graph writes).
+  uint64_t id() const { return id_; }
   int64_t length() const { return length_; }
   int64_t max_length() const { return max_length_; }
 
@@ -49,6 +51,7 @@ class Qwen35Cache {
   void Append(int64_t count, bool keep_for_rollback);
 
   std::vector<LayerCache> layers_;
+  uint64_t id_ = 0;
   int64_t max_length_ = 0;
   int64_t length_ = 0;
   int64_t pending_block_length_ = 0;

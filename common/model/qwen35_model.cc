@@ -2,12 +2,14 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/base/torch_errors.h"
 #include "common/io/qwen35_checkpoint_config.h"
 #include "common/model/linear.h"
+#include "common/model/step_graphs.h"
 #include "common/model/weight_reader.h"
 
 namespace specd::model {
@@ -75,6 +77,7 @@ absl::StatusOr<Qwen35Model> Qwen35Model::Load(const io::Qwen35TextConfig& config
     TokenHead::ReleaseCheckpointPages(config, checkpoint);
     const auto rotary_dim = static_cast<int64_t>(config.head_dim * config.partial_rotary_factor);
     model.rotary_ = RotaryEmbedding(rotary_dim, config.rope_theta, options);
+    if (options.cuda_graphs) model.step_graphs_ = std::make_shared<StepGraphs>();
     return model;
   });
 }
@@ -174,29 +177,58 @@ absl::StatusOr<std::vector<ForwardOutput>> Qwen35Model::ForwardBatch(
 std::vector<ForwardOutput> Qwen35Model::Forward(std::span<const SequenceInput> batch) const {
   ForwardContext context;
   std::vector<int64_t> ids;
-  // transformers' hidden_states list, filled only at the indices some sequence asked for.
-  std::vector<at::Tensor> states(layers_.size() + 1);
-  std::vector<bool> wanted(states.size(), false);
   for (const SequenceInput& input : batch) {
     context.Add(static_cast<int64_t>(input.ids.size()), input.cache->length(),
                 input.keep_for_rollback);
     ids.insert(ids.end(), input.ids.begin(), input.ids.end());
-    for (const int64_t index : input.options.hidden_states) wanted[index] = true;
   }
   context.angles = rotary_.Angles(at::tensor(context.Positions(), at::kLong));
+  const at::Tensor device_ids = at::tensor(ids, at::kLong).to(options_.device);
+  const bool decode_step = std::ranges::all_of(batch, [](const SequenceInput& input) {
+    return input.ids.size() == 1 && input.logit_row_count() == 1 && !input.keep_for_rollback &&
+           input.options.hidden_states.empty() && input.cache->replay_length() == 0;
+  });
+  const BatchOutput output = step_graphs_ != nullptr && decode_step
+                                 ? RunDecodeGraph(batch, context, device_ids)
+                                 : RunLayers(batch, context, device_ids);
+  for (size_t s = 0; s < batch.size(); ++s) {
+    batch[s].cache->Append(context.sequences[s].length, batch[s].keep_for_rollback);
+  }
+
+  std::vector<ForwardOutput> outputs(batch.size());
+  int64_t logit_row = 0;
+  for (size_t s = 0; s < batch.size(); ++s) {
+    const SequenceRows& rows = context.sequences[s];
+    if (const int64_t count = batch[s].logit_row_count(); count > 0) {
+      outputs[s].logits = output.logits.narrow(0, logit_row, count);
+      logit_row += count;
+    }
+    for (const int64_t index : batch[s].options.hidden_states) {
+      outputs[s].hidden_states.push_back(output.states[index].narrow(0, rows.row, rows.length));
+    }
+  }
+  return outputs;
+}
+
+Qwen35Model::BatchOutput Qwen35Model::RunLayers(std::span<const SequenceInput> batch,
+                                                const ForwardContext& context,
+                                                const at::Tensor& ids) const {
+  BatchOutput output;
+  output.states.resize(layers_.size() + 1);
+  std::vector<bool> wanted(output.states.size(), false);
+  for (const SequenceInput& input : batch) {
+    for (const int64_t index : input.options.hidden_states) wanted[index] = true;
+  }
   const auto keep_state = [&](size_t index, const at::Tensor& h) {
-    if (wanted[index]) states[index] = h;
+    if (wanted[index]) output.states[index] = h;
   };
-  at::Tensor h = Embed(at::tensor(ids, at::kLong).to(options_.device));
+  at::Tensor h = Embed(ids);
   keep_state(0, h);
   std::vector<LayerCache*> caches(batch.size());
   for (size_t i = 0; i < layers_.size(); ++i) {
     for (size_t s = 0; s < batch.size(); ++s) caches[s] = &batch[s].cache->layer(i);
     h = layers_[i].Forward(h, caches, context);
     if (i + 1 < layers_.size()) keep_state(i + 1, h);
-  }
-  for (size_t s = 0; s < batch.size(); ++s) {
-    batch[s].cache->Append(context.sequences[s].length, batch[s].keep_for_rollback);
   }
   h = norm_.Forward(h);
   keep_state(layers_.size(), h);
@@ -210,28 +242,33 @@ std::vector<ForwardOutput> Qwen35Model::Forward(std::span<const SequenceInput> b
       logit_rows.push_back(row);
     }
   }
-  at::Tensor logits;
   if (!logit_rows.empty()) {
     const auto count = static_cast<int64_t>(logit_rows.size());
     const bool contiguous = logit_rows.back() - logit_rows.front() + 1 == count;
-    logits =
+    output.logits =
         Head(contiguous ? h.narrow(0, logit_rows.front(), count)
                         : h.index_select(0, at::tensor(logit_rows, at::kLong).to(options_.device)));
   }
+  return output;
+}
 
-  std::vector<ForwardOutput> outputs(batch.size());
-  int64_t logit_row = 0;
-  for (size_t s = 0; s < batch.size(); ++s) {
-    const SequenceRows& rows = context.sequences[s];
-    if (const int64_t count = batch[s].logit_row_count(); count > 0) {
-      outputs[s].logits = logits.narrow(0, logit_row, count);
-      logit_row += count;
-    }
-    for (const int64_t index : batch[s].options.hidden_states) {
-      outputs[s].hidden_states.push_back(states[index].narrow(0, rows.row, rows.length));
-    }
-  }
-  return outputs;
+Qwen35Model::BatchOutput Qwen35Model::RunDecodeGraph(std::span<const SequenceInput> batch,
+                                                     const ForwardContext& context,
+                                                     const at::Tensor& ids) const {
+  std::vector<uint64_t> caches;
+  for (const SequenceInput& input : batch) caches.push_back(input.cache->id());
+  // What changes from step to step reaches the graph as tensors: the tokens, the rotary angles
+  // (still computed on the CPU, as every forward's are) and the positions.
+  const at::Tensor inputs[] = {ids, at::tensor(context.Positions(), at::kLong).to(options_.device),
+                               context.angles.cos, context.angles.sin};
+  const std::vector<at::Tensor> logits =
+      step_graphs_->Run(caches, inputs, [&](std::span<const at::Tensor> step) {
+        ForwardContext replayable = context;
+        replayable.positions = step[1];
+        replayable.angles = {.cos = step[2], .sin = step[3]};
+        return std::vector<at::Tensor>{RunLayers(batch, replayable, step[0]).logits};
+      });
+  return {.logits = logits.front(), .states = {}};
 }
 
 }  // namespace specd::model

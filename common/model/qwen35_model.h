@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "common/io/qwen35_config.h"
 #include "common/model/cache_footprint.h"
 #include "common/model/decoder_layer.h"
+#include "common/model/forward_context.h"
 #include "common/model/model_options.h"
 #include "common/model/named_parameter.h"
 #include "common/model/quantized_module_matcher.h"
@@ -23,6 +25,8 @@
 #include "common/model/token_head.h"
 
 namespace specd::model {
+
+class StepGraphs;
 
 enum class LogitRows { kLast, kAll, kNone };  // kNone: no head product (a prefill chunk)
 
@@ -112,10 +116,24 @@ class Qwen35Model {
  private:
   Qwen35Model() = default;
 
+  // What a batch's layers give: the head's rows some sequence wants, in row order, and
+  // transformers' hidden_states at the indices some sequence asked for (undefined elsewhere).
+  struct BatchOutput {
+    at::Tensor logits;
+    std::vector<at::Tensor> states;
+  };
+
   absl::StatusOr<ForwardOutput> Run(std::span<const int64_t> ids, Qwen35Cache& cache,
                                     const ForwardOptions& options, bool keep_for_rollback) const;
   absl::Status CheckInput(const SequenceInput& input) const;
   std::vector<ForwardOutput> Forward(std::span<const SequenceInput> batch) const;
+  // The device's work of a forward on `ids` (on the device), leaving the caches' lengths as
+  // they were.
+  BatchOutput RunLayers(std::span<const SequenceInput> batch, const ForwardContext& context,
+                        const at::Tensor& ids) const;
+  // A decode step of `batch` through step_graphs_.
+  BatchOutput RunDecodeGraph(std::span<const SequenceInput> batch, const ForwardContext& context,
+                             const at::Tensor& ids) const;
 
   io::Qwen35TextConfig config_;
   ModelOptions options_;
@@ -123,6 +141,8 @@ class Qwen35Model {
   ZeroCentredRmsNorm norm_;
   TokenHead head_;
   RotaryEmbedding rotary_;
+  // With ModelOptions::cuda_graphs; shared by the model's copies.
+  std::shared_ptr<StepGraphs> step_graphs_;
   std::vector<NamedParameter> parameters_;
   int64_t int4_bytes_ = 0;
 };

@@ -5,8 +5,10 @@
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <iostream>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -121,6 +123,78 @@ TEST_P(ModelOnCudaTest, GreedySpeculativeOutputInABatchIsTargetOnlys) {
   std::vector<std::thread> clients;
   for (int i = 0; i < kRequests; ++i) {
     clients.emplace_back([&, i] { together[i] = speculative->Generate(requests[i]); });
+  }
+  for (std::thread& client : clients) client.join();
+  for (int i = 0; i < kRequests; ++i) {
+    ASSERT_TRUE(together[i].ok()) << together[i].status();
+    EXPECT_EQ(together[i]->ids, TargetOnly(*target_, requests[i]).ids) << "request " << i;
+  }
+}
+
+// Decode steps replayed as CUDA graphs (ModelOptions::cuda_graphs) predict what steps run as they
+// are predict: a sequence alone (its first step runs as it is, its second is captured, the rest
+// replay), then batches that change, after a verify block rolled back; and eight requests at once
+// on a target-only generator get the tokens each gets alone without graphs.
+TEST_P(ModelOnCudaTest, DecodeStepsReplayedAsCudaGraphsPredictWhatEagerStepsDo) {
+  model::ModelOptions options = OnCuda();
+  options.cuda_graphs = true;
+  absl::StatusOr<model::Qwen35Model> loaded =
+      model::Qwen35Model::Load(FixtureDir(GetParam()), options);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const model::Qwen35Model& graphed = *loaded;
+  struct Pair {
+    model::Qwen35Cache eager, graphed;
+  };
+  std::vector<Pair> pairs;
+  for (const int64_t prompt_length : {20, 31, 7}) {
+    absl::StatusOr<model::Qwen35Cache> eager = target_->NewCache(128);
+    absl::StatusOr<model::Qwen35Cache> replayed = graphed.NewCache(128);
+    ASSERT_TRUE(eager.ok() && replayed.ok());
+    const std::vector<int64_t> prompt(ids_.begin(), ids_.begin() + prompt_length);
+    ASSERT_TRUE(target_->Prefill(prompt, *eager).ok() && graphed.Prefill(prompt, *replayed).ok());
+    pairs.push_back({*std::move(eager), *std::move(replayed)});
+  }
+  double worst = 0;
+  const auto step = [&](const std::vector<size_t>& batch) {
+    std::vector<model::SequenceInput> eager_batch, graphed_batch;
+    for (const size_t i : batch) {
+      const std::span<const int64_t> next(&ids_[pairs[i].eager.length()], 1);
+      eager_batch.push_back({.ids = next, .cache = &pairs[i].eager});
+      graphed_batch.push_back({.ids = next, .cache = &pairs[i].graphed});
+    }
+    absl::StatusOr<std::vector<model::ForwardOutput>> expected = target_->ForwardBatch(eager_batch);
+    absl::StatusOr<std::vector<model::ForwardOutput>> actual = graphed.ForwardBatch(graphed_batch);
+    ASSERT_TRUE(expected.ok() && actual.ok());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const at::Tensor want = (*expected)[i].logits.to(at::kCPU, at::kFloat);
+      const at::Tensor got = (*actual)[i].logits.to(at::kCPU, at::kFloat);
+      worst = std::max(worst, model::testing::MaxAbsDiff(got, want));
+      EXPECT_TRUE(got.argmax(-1).equal(want.argmax(-1))) << "sequence " << batch[i];
+    }
+  };
+  for (int i = 0; i < 4; ++i) step({0});
+  for (int i = 0; i < 4; ++i) step({0, 1});
+  const std::vector<int64_t> block(ids_.begin() + pairs[2].eager.length(),
+                                   ids_.begin() + pairs[2].eager.length() + 5);
+  ASSERT_TRUE(target_->ForwardBlock(block, pairs[2].eager).ok());
+  ASSERT_TRUE(graphed.ForwardBlock(block, pairs[2].graphed).ok());
+  ASSERT_TRUE(pairs[2].eager.Rollback(2).ok() && pairs[2].graphed.Rollback(2).ok());
+  for (int i = 0; i < 4; ++i) step({2, 0, 1});
+  std::cout << GetParam() << " on CUDA: graph-replayed decode steps vs eager, max |dlogit| "
+            << worst << "\n";
+
+  constexpr int kRequests = 8;
+  std::vector<GenerationRequest> requests;
+  for (int i = 0; i < kRequests; ++i) {
+    const auto prompt_length = static_cast<int64_t>(1 + (i * 13) % ids_.size());
+    requests.push_back(Request(std::vector<int64_t>(ids_.begin(), ids_.begin() + prompt_length),
+                               /*max_new_tokens=*/24));
+  }
+  Generator generator(graphed, /*tokenizer=*/nullptr);
+  std::vector<absl::StatusOr<GenerationResult>> together(kRequests, absl::UnknownError(""));
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kRequests; ++i) {
+    clients.emplace_back([&, i] { together[i] = generator.Generate(requests[i]); });
   }
   for (std::thread& client : clients) client.join();
   for (int i = 0; i < kRequests; ++i) {

@@ -1,0 +1,46 @@
+#pragma once
+// Forward steps replayed as CUDA graphs. A decode step of a few sequences launches hundreds of
+// small kernels, and on a GPU their launches, not the arithmetic, bound it: a graph launches them
+// all at once. A graph writes the memory of the caches it was captured with, so one is captured
+// per batch of caches — on the batch's second step in a row (the first runs as it is and warms up
+// what a capture cannot create: cuBLAS handles, lazily loaded kernels) — and replayed while that
+// batch keeps stepping: the step's inputs copied into the graph's own, a replay, the graph's
+// outputs copied out. One graph is kept per batch size. On a CPU there is nothing to capture:
+// the step runs as it is.
+#include <ATen/core/Tensor.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+namespace specd::model {
+
+class StepGraphs {
+ public:
+  // A step of the batch: reads nothing but its inputs and memory that stays where it is (the
+  // weights, the caches), and launches the same work whenever its inputs have the same shapes.
+  using Step = std::function<std::vector<at::Tensor>(std::span<const at::Tensor> inputs)>;
+
+  StepGraphs();
+  ~StepGraphs();
+
+  // step(inputs) for the batch whose caches `caches` names (Qwen35Cache::id, in row order);
+  // every step of one batch must take inputs of the same shapes.
+  std::vector<at::Tensor> Run(std::span<const uint64_t> caches, std::span<const at::Tensor> inputs,
+                              const Step& step);
+
+ private:
+  struct Graph;
+
+  std::mutex mutex_;
+  // Per batch size: the batch that last stepped uncaptured, and the graph captured for one.
+  std::map<size_t, std::vector<uint64_t>> uncaptured_;
+  std::map<size_t, std::unique_ptr<Graph>> graphs_;
+};
+
+}  // namespace specd::model
