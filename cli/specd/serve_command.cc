@@ -79,7 +79,7 @@ struct ServeFlags {
   // verifier, drafter: the caches' memory
   int64_t cache_memory = 0;  // bytes; 0: engine::DefaultCacheBudget() once the weights are loaded
   int64_t cache_block_tokens = 16;
-  // verifier, drafter: --device, --dtype, --int4-activations, --lm-head
+  // verifier, drafter: AddModelOptions' flags
   model::ModelOptions model_options;
   // drafter
   std::string drafter;
