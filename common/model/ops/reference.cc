@@ -202,8 +202,10 @@ at::Tensor TruncatedSoftmax(const at::Tensor& scores, const Truncation& truncati
     // Stable: equal probabilities keep their order, the lower index ranked first.
     const auto [sorted, order] = probs.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true);
     // A token stays while the tokens ranked above it hold less than top_p; the first always does.
+    // Scattered back through the permutation: no result sized by the data, so no host sync on a
+    // device.
     const at::Tensor above = sorted.cumsum(0) - sorted;
-    probs.index_put_({order.masked_select(above >= truncation.top_p)}, 0.0);
+    probs = probs.scatter(0, order, sorted.masked_fill(above >= truncation.top_p, 0.0));
   }
   if (truncation.min_p > 0) probs.masked_fill_(probs < probs.max() * truncation.min_p, 0.0);
   return (probs / probs.sum()).to(at::kFloat);
