@@ -2,9 +2,9 @@
 # Runs on a CUDA machine (the device tool): builds the engine alone against the carried
 # .cache/gpu-bundle (scripts/gpu_bundle.sh) and, when present, the CUDA LibTorch of the local
 # PyTorch; runs the gpu-labelled tests, the op table's backend checks (CUDA's among them), the W4A16
-# GEMM benchmark beside PyTorch's INT4 kernel, a Qwen3.5-4B-shaped INT4 decode step (with and
-# without CUDA graphs), speculative decoding at a forced tau on the three regimes and transformers
-# on the same shape; prints a short table and the benchmarks' numbers last. Full logs go to $OUT (or build-gpu/logs/).
+# GEMM benchmark beside PyTorch's INT4 kernel, a Qwen3.5-4B-shaped INT4 decode step and speculative
+# decoding at a forced tau on the three regimes (each with and without CUDA graphs), and
+# transformers on the same shape; prints a short table and the benchmarks' numbers last. Full logs go to $OUT (or build-gpu/logs/).
 #   here:       bash scripts/gpu_bundle.sh && cp -rL ../shared .cache/shared
 #   device run: bash scripts/gpu_check.sh      (carry: .cache/gpu-bundle, .cache/shared)
 set -uo pipefail
@@ -59,6 +59,8 @@ step drafter-5l timeout 120 "$specd" drafter init --target build-gpu/qwen35-4b-w
   --block-size 16 --out build-gpu/drafter-5l
 step spec-4b timeout 300 "$specd" bench spec --model build-gpu/qwen35-4b-w4a16 --device cuda \
   --drafter build-gpu/drafter-5l --force-tau 6 --repeats 1
+step spec-4b-graphs timeout 300 "$specd" bench spec --model build-gpu/qwen35-4b-w4a16 \
+  --device cuda --cuda-graphs --drafter build-gpu/drafter-5l --force-tau 6 --repeats 1
 step hf-4b timeout 120 python3 tests/bench/transformers_regimes.py build-gpu/qwen35-4b-w4a16 \
   --regimes short
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"$logs/device.txt" 2>&1
@@ -72,6 +74,8 @@ echo "== The same decode steps as CUDA graphs ($logs/decode-4b-graphs.log) =="
 grep -E '^decode ' "$logs/decode-4b-graphs.log" || true
 echo "== Speculative, acceptance forced to tau 6, and transformers ($logs/spec-4b.log, hf-4b.log) =="
 grep -vE '^(model|drafter) ' "$logs/spec-4b.log" || true
+echo "-- with --cuda-graphs (the drafter's blocks; $logs/spec-4b-graphs.log)"
+grep -vE '^(model|drafter) ' "$logs/spec-4b-graphs.log" || true
 grep -E '^(transformers|short|medium|long) ' "$logs/hf-4b.log" || true
 echo "== W4A16 GEMM vs cuBLAS ($logs/w4a16-bench.log) and PyTorch's INT4 ($logs/torch-int4.log) =="
 cat "$logs/w4a16-bench.log"

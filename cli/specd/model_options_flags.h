@@ -1,7 +1,7 @@
 #pragma once
 // Where and how a command runs a model: `--device`, `--dtype`, how the CPU's kernels take it
-// (`--int4-activations`, `--lm-head`) and the GPU's decode steps (`--cuda-graphs`). One set of
-// options for every command that loads one.
+// (`--int4-activations`, `--lm-head`) and whether a GPU replays its steps (`--cuda-graphs`). One
+// set of options for every command that loads one.
 #include <c10/core/Device.h>
 #include <c10/util/Exception.h>
 
@@ -77,8 +77,9 @@ inline void AddModelOptions(CLI::App& command, model::ModelOptions& options,
           "half a bf16 head's bytes per token; not exact");
   command.add_flag("--cuda-graphs", options.cuda_graphs,
                    scope +
-                       "decode steps as CUDA graphs: one captured per batch of sequences on its "
-                       "second step, replayed while the batch lasts (not yet run on a GPU)");
+                       "the target's decode steps and a drafter's blocks as CUDA graphs: one "
+                       "captured per batch of sequences on its second step, replayed while the "
+                       "batch lasts (not yet run on a GPU)");
 }
 
 }  // namespace specd::cli

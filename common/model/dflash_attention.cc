@@ -66,6 +66,12 @@ at::Tensor DFlashAttention::Forward(const at::Tensor& x, std::span<const KvCache
   const at::Tensor block_keys = Keys(x, blocks.angles);
   const at::Tensor block_values = Values(x);
   const at::Tensor attended = PerSequence(blocks, [&](size_t i, const SequenceRows& block) {
+    if (blocks.positions.defined()) {
+      return ReplayableForward(
+          queries.narrow(0, block.row, block.length), block_keys.narrow(0, block.row, block.length),
+          block_values.narrow(0, block.row, block.length),
+          blocks.positions.narrow(0, block.row, block.length), *caches[i], windows[i]);
+    }
     const int64_t context_length = block.start;
     const int64_t window = windows[i];
     // A window masks nothing until context and block outgrow it. Context keys further than the
@@ -87,6 +93,27 @@ at::Tensor DFlashAttention::Forward(const at::Tensor& x, std::span<const KvCache
                                    : ops::Visibility::All());
   });
   return o_proj_.Forward(attended.reshape({x.size(0), heads_ * head_dim_}));
+}
+
+at::Tensor DFlashAttention::ReplayableForward(const at::Tensor& queries, const at::Tensor& keys,
+                                              const at::Tensor& values, const at::Tensor& positions,
+                                              const KvCache& cache, int64_t window) {
+  // Every position the cache can hold, then the block's own; a block sits right after its
+  // context, so its first position is the context's length.
+  const int64_t capacity = cache.max_length();
+  const at::Tensor key_positions = at::cat({at::arange(capacity, positions.options()), positions});
+  const at::Tensor in_context =
+      at::arange(capacity, positions.options()) < positions.narrow(0, 0, 1);
+  at::Tensor visible =
+      at::cat({in_context.unsqueeze(0).expand({positions.size(0), capacity}),
+               at::ones({positions.size(0), positions.size(0)}, in_context.options())},
+              1);
+  if (window > 0) {
+    visible &= (key_positions.unsqueeze(0) - positions.unsqueeze(1)).abs() < window;
+  }
+  return ops::Attention(queries, at::cat({cache.Keys(capacity), keys.transpose(0, 1)}, 1),
+                        at::cat({cache.Values(capacity), values.transpose(0, 1)}, 1),
+                        ops::Visibility::Mask(visible));
 }
 
 at::Tensor DFlashAttention::ForwardMasked(const at::Tensor& x, const RotaryAngles& angles,

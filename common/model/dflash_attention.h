@@ -37,7 +37,8 @@ class DFlashAttention {
 
   // x [rows, hidden]: sequence i's block at positions [start, start + B) (`blocks.sequences[i]`),
   // attending to the first `start` positions of caches[i] and to its whole block. windows[i] as
-  // DraftOptions::window says (0: no window).
+  // DraftOptions::window says (0: no window). With blocks.positions (the form a CUDA graph
+  // replays, forward_context.h), over the whole of each cache under a mask.
   at::Tensor Forward(const at::Tensor& x, std::span<const KvCache* const> caches,
                      const ForwardContext& blocks, std::span<const int64_t> windows) const;
 
@@ -49,6 +50,12 @@ class DFlashAttention {
                            const at::Tensor& visible) const;
 
  private:
+  // One block's attention in the replayable form: `queries` [B, heads, d] and the block's `keys`,
+  // `values` [B, kv_heads, d] at `positions` [B] (on the device), after every position `cache`
+  // can hold, of which those before the block's first are its context.
+  static at::Tensor ReplayableForward(const at::Tensor& queries, const at::Tensor& keys,
+                                      const at::Tensor& values, const at::Tensor& positions,
+                                      const KvCache& cache, int64_t window);
   at::Tensor Keys(const at::Tensor& x, const RotaryAngles& angles) const;  // [T, kv_heads, d]
   at::Tensor Values(const at::Tensor& x) const;
   at::Tensor Queries(const at::Tensor& x, const RotaryAngles& angles) const;  // [T, heads, d]

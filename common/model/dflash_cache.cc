@@ -3,11 +3,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/model/cache_id.h"
 
 namespace specd::model {
 
 DFlashCache::DFlashCache(std::vector<KvCache> layers, int64_t max_length)
-    : layers_(std::move(layers)), max_length_(max_length) {}
+    : layers_(std::move(layers)), id_(NewCacheId()), max_length_(max_length) {}
 
 absl::Status DFlashCache::Truncate(int64_t length) {
   if (length < 0 || length > length_) {

@@ -16,6 +16,7 @@ class DFlashCache {
  public:
   DFlashCache(std::vector<KvCache> layers, int64_t max_length);
 
+  uint64_t id() const { return id_; }  // cache_id.h
   int64_t length() const { return length_; }
   int64_t max_length() const { return max_length_; }
 
@@ -38,6 +39,7 @@ class DFlashCache {
   void Append(int64_t count) { length_ += count; }
 
   std::vector<KvCache> layers_;
+  uint64_t id_ = 0;
   int64_t max_length_ = 0;
   int64_t length_ = 0;
 };

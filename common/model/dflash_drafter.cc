@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "common/io/json_file.h"
 #include "common/io/quantization_config.h"
 #include "common/model/quantized_module_matcher.h"
+#include "common/model/step_graphs.h"
 #include "common/model/weight_reader.h"
 #include "nlohmann/json.hpp"
 
@@ -134,6 +136,7 @@ absl::StatusOr<DFlashDrafter> DFlashDrafter::Load(const std::filesystem::path& d
     drafter.parameters_ = reader.parameters();
     // Qwen3 rotates whole heads.
     drafter.rotary_ = RotaryEmbedding(config->head_dim, config->rope_theta, options);
+    if (options.cuda_graphs) drafter.step_graphs_ = std::make_shared<StepGraphs>();
     return drafter;
   });
 }
@@ -277,18 +280,38 @@ absl::StatusOr<at::Tensor> DFlashDrafter::DraftBlocks(std::span<const BlockInput
     embeddings.push_back(block);
   }
   return CatchTorchErrors("DFlash draft block", [&]() -> absl::StatusOr<at::Tensor> {
-    blocks.angles = rotary_.Angles(at::tensor(blocks.Positions(), at::kLong));
-    at::Tensor h = (embeddings.size() == 1 ? embeddings.front() : at::cat(embeddings, 0))
-                       .to(options_.device, options_.dtype);
-    std::vector<const KvCache*> caches(batch.size());
-    for (size_t i = 0; i < layers_.size(); ++i) {
-      const Layer& layer = layers_[i];
-      for (size_t s = 0; s < batch.size(); ++s) caches[s] = &batch[s].cache->layer(i);
-      h = h + layer.self_attn.Forward(layer.input_layernorm.Forward(h), caches, blocks, windows);
-      h = h + layer.mlp.Forward(layer.post_attention_layernorm.Forward(h));
-    }
-    return norm_.Forward(h);
+    const std::vector<int64_t> positions = blocks.Positions();
+    blocks.angles = rotary_.Angles(at::tensor(positions, at::kLong));
+    const at::Tensor h = (embeddings.size() == 1 ? embeddings.front() : at::cat(embeddings, 0))
+                             .to(options_.device, options_.dtype);
+    if (step_graphs_ == nullptr) return RunBlocks(batch, blocks, windows, h);
+    // Through a CUDA graph (ModelOptions::cuda_graphs), as Qwen35Model's decode steps go.
+    std::vector<uint64_t> caches;
+    for (const BlockInput& input : batch) caches.push_back(input.cache->id());
+    const at::Tensor inputs[] = {h, at::tensor(positions, at::kLong).to(options_.device),
+                                 blocks.angles.cos, blocks.angles.sin};
+    return step_graphs_
+        ->Run(caches, windows, inputs,
+              [&](std::span<const at::Tensor> step) {
+                ForwardContext replayable = blocks;
+                replayable.positions = step[1];
+                replayable.angles = {.cos = step[2], .sin = step[3]};
+                return std::vector<at::Tensor>{RunBlocks(batch, replayable, windows, step[0])};
+              })
+        .front();
   });
+}
+
+at::Tensor DFlashDrafter::RunBlocks(std::span<const BlockInput> batch, const ForwardContext& blocks,
+                                    std::span<const int64_t> windows, at::Tensor h) const {
+  std::vector<const KvCache*> caches(batch.size());
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& layer = layers_[i];
+    for (size_t s = 0; s < batch.size(); ++s) caches[s] = &batch[s].cache->layer(i);
+    h = h + layer.self_attn.Forward(layer.input_layernorm.Forward(h), caches, blocks, windows);
+    h = h + layer.mlp.Forward(layer.post_attention_layernorm.Forward(h));
+  }
+  return norm_.Forward(h);
 }
 
 absl::StatusOr<at::Tensor> DFlashDrafter::DraftAnchoredBlocks(const at::Tensor& target_hidden,

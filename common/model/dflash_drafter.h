@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -27,6 +28,8 @@
 #include "common/model/rope.h"
 
 namespace specd::model {
+
+class StepGraphs;
 
 struct DraftOptions {
   // A symmetric sliding window of W > 0 tokens: the block query at position q attends only to
@@ -120,6 +123,9 @@ class DFlashDrafter {
   DFlashDrafter() = default;
 
   absl::Status CheckCache(const DFlashCache& cache) const;
+  // The layers and final norm over blocks `h` [rows, hidden] (DraftBlocks' device work).
+  at::Tensor RunBlocks(std::span<const BlockInput> batch, const ForwardContext& blocks,
+                       std::span<const int64_t> windows, at::Tensor h) const;
 
   io::DFlashDraftConfig config_;
   ModelOptions options_;
@@ -128,6 +134,8 @@ class DFlashDrafter {
   std::vector<Layer> layers_;
   PlainRmsNorm norm_;
   RotaryEmbedding rotary_;
+  // With ModelOptions::cuda_graphs; shared by the drafter's copies.
+  std::shared_ptr<StepGraphs> step_graphs_;
   std::vector<NamedParameter> parameters_;
   at::Tensor draft_vocab_;
 };

@@ -1,17 +1,14 @@
 #include "common/model/qwen35_cache.h"
 
-#include <atomic>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/model/cache_id.h"
 
 namespace specd::model {
 
 Qwen35Cache::Qwen35Cache(std::vector<LayerCache> layers, int64_t max_length)
-    : layers_(std::move(layers)), max_length_(max_length) {
-  static std::atomic<uint64_t> caches_made{0};
-  id_ = ++caches_made;
-}
+    : layers_(std::move(layers)), id_(NewCacheId()), max_length_(max_length) {}
 
 absl::Status Qwen35Cache::Rollback(int64_t accepted) {
   if (accepted < 0 || accepted > pending_block_length_) {

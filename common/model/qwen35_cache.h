@@ -19,8 +19,7 @@ class Qwen35Cache {
  public:
   Qwen35Cache(std::vector<LayerCache> layers, int64_t max_length);
 
-  // Names this cache's memory among every cache of the process (what a CUDA graph writes).
-  uint64_t id() const { return id_; }
+  uint64_t id() const { return id_; }  // cache_id.h
   int64_t length() const { return length_; }
   int64_t max_length() const { return max_length_; }
 

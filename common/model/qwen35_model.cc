@@ -262,7 +262,7 @@ Qwen35Model::BatchOutput Qwen35Model::RunDecodeGraph(std::span<const SequenceInp
   const at::Tensor inputs[] = {ids, at::tensor(context.Positions(), at::kLong).to(options_.device),
                                context.angles.cos, context.angles.sin};
   const std::vector<at::Tensor> logits =
-      step_graphs_->Run(caches, inputs, [&](std::span<const at::Tensor> step) {
+      step_graphs_->Run(caches, /*settings=*/{}, inputs, [&](std::span<const at::Tensor> step) {
         ForwardContext replayable = context;
         replayable.positions = step[1];
         replayable.angles = {.cos = step[2], .sin = step[3]};

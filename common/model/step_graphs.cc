@@ -14,7 +14,7 @@ namespace specd::model {
 #ifdef SPECD_CUDA_GRAPHS
 
 struct StepGraphs::Graph {
-  std::vector<uint64_t> caches;
+  Work work;
   std::vector<at::Tensor> inputs;   // the graph reads these: each step's are copied in
   std::vector<at::Tensor> outputs;  // and writes these
   at::cuda::CUDAGraph graph;
@@ -72,35 +72,37 @@ StepGraphs::StepGraphs() = default;
 StepGraphs::~StepGraphs() = default;
 
 std::vector<at::Tensor> StepGraphs::Run(std::span<const uint64_t> caches,
+                                        std::span<const int64_t> settings,
                                         std::span<const at::Tensor> inputs, const Step& step) {
 #ifdef SPECD_CUDA_GRAPHS
   if (inputs.empty() || !inputs.front().is_cuda()) return step(inputs);
+  Work work{.caches = {caches.begin(), caches.end()},
+            .settings_and_shapes = {settings.begin(), settings.end()}};
+  for (const at::Tensor& input : inputs) {
+    work.settings_and_shapes.push_back(input.dim());
+    for (const int64_t size : input.sizes()) work.settings_and_shapes.push_back(size);
+  }
   const std::lock_guard<std::mutex> lock(mutex_);
-  const std::vector<uint64_t> batch(caches.begin(), caches.end());
-  std::unique_ptr<Graph>& graph = graphs_[batch.size()];
-  if (graph == nullptr || graph->caches != batch) {
-    std::vector<uint64_t>& uncaptured = uncaptured_[batch.size()];
-    if (uncaptured != batch) {  // the batch's first step
-      uncaptured = batch;
+  std::unique_ptr<Graph>& graph = graphs_[caches.size()];
+  if (graph == nullptr || graph->work != work) {
+    Work& uncaptured = uncaptured_[caches.size()];
+    if (uncaptured != work) {  // the work's first step
+      uncaptured = std::move(work);
       return step(inputs);
     }
     graph.reset();  // the old graph's memory goes back before the new one takes its own
     auto captured = std::make_unique<Graph>();
-    captured->caches = batch;
+    captured->work = std::move(work);
     captured->inputs = Clones(inputs);
     Capture(step, *captured);
     graph = std::move(captured);
   }
-  TORCH_CHECK(graph->inputs.size() == inputs.size(), "a step's inputs changed within one batch");
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    TORCH_CHECK(graph->inputs[i].sizes() == inputs[i].sizes(),
-                "a step's input changed shape within one batch");
-    graph->inputs[i].copy_(inputs[i]);
-  }
+  for (size_t i = 0; i < inputs.size(); ++i) graph->inputs[i].copy_(inputs[i]);
   graph->graph.replay();
   return Clones(graph->outputs);
 #else
   (void)caches;
+  (void)settings;
   return step(inputs);
 #endif
 }

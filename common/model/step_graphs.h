@@ -29,17 +29,24 @@ class StepGraphs {
   StepGraphs();
   ~StepGraphs();
 
-  // step(inputs) for the batch whose caches `caches` names (Qwen35Cache::id, in row order);
-  // every step of one batch must take inputs of the same shapes.
-  std::vector<at::Tensor> Run(std::span<const uint64_t> caches, std::span<const at::Tensor> inputs,
-                              const Step& step);
+  // step(inputs) for the batch whose caches `caches` names (their ids, cache_id.h, in row order).
+  // `settings`: what else the step bakes in that its inputs do not carry (a drafter's windows). A
+  // graph replays only for the same caches, settings and input shapes.
+  std::vector<at::Tensor> Run(std::span<const uint64_t> caches, std::span<const int64_t> settings,
+                              std::span<const at::Tensor> inputs, const Step& step);
 
  private:
+  // What a graph is captured for.
+  struct Work {
+    std::vector<uint64_t> caches;
+    std::vector<int64_t> settings_and_shapes;
+    bool operator==(const Work&) const = default;
+  };
   struct Graph;
 
   std::mutex mutex_;
-  // Per batch size: the batch that last stepped uncaptured, and the graph captured for one.
-  std::map<size_t, std::vector<uint64_t>> uncaptured_;
+  // Per number of caches: the work that last stepped uncaptured, and the graph captured for one.
+  std::map<size_t, Work> uncaptured_;
   std::map<size_t, std::unique_ptr<Graph>> graphs_;
 };
 

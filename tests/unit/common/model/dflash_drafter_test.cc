@@ -219,6 +219,39 @@ TEST_F(DFlashDrafterTest, ABatchOfSequencesDraftsWhatEachDraftsAlone) {
   EXPECT_EQ(fresh.length(), 0);
 }
 
+// With ModelOptions::cuda_graphs, blocks take the form a CUDA graph replays (positions read from
+// the device, attention over a cache's whole length under a mask). A CPU captures nothing, so the
+// form is what runs here, and it drafts what the exact form drafts: batched, with and without
+// windows, as the contexts grow.
+TEST_F(DFlashDrafterTest, TheReplayableFormDraftsWhatTheExactFormDoes) {
+  absl::StatusOr<DFlashDrafter> replayable =
+      DFlashDrafter::Load(DrafterDir(), {.cuda_graphs = true});
+  ASSERT_TRUE(replayable.ok()) << replayable.status();
+  const std::vector<int64_t> windows = {0, 4, 12};
+  std::vector<DFlashCache> exact_caches, replayable_caches;
+  for (size_t i = 0; i < windows.size(); ++i) {
+    exact_caches.push_back(NewCache());
+    replayable_caches.push_back(NewCache(*replayable));
+  }
+  for (const int64_t length : {9, 23, 40}) {
+    std::vector<BlockInput> exact_blocks, replayable_blocks;
+    for (size_t i = 0; i < windows.size(); ++i) {
+      const at::Tensor context = Context().slice(0, exact_caches[i].length(), length);
+      ASSERT_TRUE(drafter_->AppendContext(context, exact_caches[i]).ok());
+      ASSERT_TRUE(replayable->AppendContext(context, replayable_caches[i]).ok());
+      const DraftOptions options{.window = windows[i]};
+      exact_blocks.push_back(
+          {.embeddings = BlockEmbeddings(), .cache = &exact_caches[i], .options = options});
+      replayable_blocks.push_back(
+          {.embeddings = BlockEmbeddings(), .cache = &replayable_caches[i], .options = options});
+    }
+    absl::StatusOr<at::Tensor> expected = drafter_->DraftBlocks(exact_blocks);
+    absl::StatusOr<at::Tensor> actual = replayable->DraftBlocks(replayable_blocks);
+    ASSERT_TRUE(expected.ok() && actual.ok());
+    EXPECT_TRUE(AllClose(*actual, *expected, kBatchRounding)) << "contexts of " << length;
+  }
+}
+
 TEST_F(DFlashDrafterTest, TruncatingThenAppendingTheRestAgainEqualsOneAppend) {
   const at::Tensor one_shot = DraftAfter(Context());
   DFlashCache cache = NewCache();
