@@ -47,7 +47,7 @@ step init-4b timeout 240 "$specd" bench init-model --preset qwen35-4b --dtype bf
   --group-size 128 --out build-gpu/qwen35-4b-w4a16
 step decode-4b timeout 120 "$specd" bench decode --model build-gpu/qwen35-4b-w4a16 --device cuda \
   --prompt-len 512 --tokens 64 --block 16 --batch 16
-# The same decode steps replayed as CUDA graphs: what launching a step's kernels one by one costs.
+# The same steps replayed as CUDA graphs: what launching a step's kernels one by one costs.
 step decode-4b-graphs timeout 120 "$specd" bench decode --model build-gpu/qwen35-4b-w4a16 \
   --device cuda --cuda-graphs --prompt-len 512 --tokens 64 --block 16
 # PyTorch's own W4A16 kernel on the same shapes, measured as the W4A16 GEMM benchmark measures.
@@ -70,11 +70,11 @@ printf '%s\n' "${results[@]}"
 grep -hE 'tests passed|Skipped|Failed' "$logs/gpu-tests.log" "$logs/backend-ops.log" || true
 echo "== Qwen3.5-4B-shaped W4A16 on the device ($logs/decode-4b.log) =="
 grep -E '^(prefill|decode|verify block|batched decode|batched verify) ' "$logs/decode-4b.log" || true
-echo "== The same decode steps as CUDA graphs ($logs/decode-4b-graphs.log) =="
-grep -E '^decode ' "$logs/decode-4b-graphs.log" || true
+echo "== The same steps as CUDA graphs ($logs/decode-4b-graphs.log) =="
+grep -E '^(decode|verify block) ' "$logs/decode-4b-graphs.log" || true
 echo "== Speculative, acceptance forced to tau 6, and transformers ($logs/spec-4b.log, hf-4b.log) =="
 grep -vE '^(model|drafter) ' "$logs/spec-4b.log" || true
-echo "-- with --cuda-graphs (the drafter's blocks; $logs/spec-4b-graphs.log)"
+echo "-- with --cuda-graphs ($logs/spec-4b-graphs.log)"
 grep -vE '^(model|drafter) ' "$logs/spec-4b-graphs.log" || true
 grep -E '^(transformers|short|medium|long) ' "$logs/hf-4b.log" || true
 echo "== W4A16 GEMM vs cuBLAS ($logs/w4a16-bench.log) and PyTorch's INT4 ($logs/torch-int4.log) =="

@@ -77,7 +77,8 @@ inline void AddModelOptions(CLI::App& command, model::ModelOptions& options,
           "half a bf16 head's bytes per token; not exact");
   command.add_flag("--cuda-graphs", options.cuda_graphs,
                    scope +
-                       "the target's decode steps and a drafter's blocks as CUDA graphs: one "
+                       "the target's decode steps and verify blocks and a drafter's blocks as CUDA "
+                       "graphs: one "
                        "captured per batch of sequences on its second step, replayed while the "
                        "batch lasts (not yet run on a GPU)");
 }

@@ -92,6 +92,37 @@ int64_t GatedDeltaNetState::replay_length() const {
   return replay_.has_value() ? replay_->q.size(0) : 0;
 }
 
+void GatedDeltaNetState::ApplyReplay() {
+  if (block_.has_value()) {  // not rolled back: accepted whole
+    replay_ = std::move(block_->inputs);
+    block_.reset();
+  }
+  if (!replay_.has_value()) return;
+  const ops::DeltaRuleSequence sequence{.length = replay_->q.size(0),
+                                        .initial_state = recurrent_,
+                                        .final_state = recurrent_,
+                                        .chunked = true,
+                                        .stored_length = replay_->q.size(0)};
+  ops::GatedDeltaRule(replay_->q, replay_->k, replay_->v, replay_->g, replay_->beta,
+                      {&sequence, 1});
+  replay_.reset();
+}
+
+void GatedDeltaNetState::AppendBlock(std::vector<at::Tensor>& tensors) const {
+  TORCH_CHECK(block_.has_value(), "no block to append");
+  const DeltaRuleInputs& inputs = block_->inputs;
+  tensors.insert(tensors.end(),
+                 {block_->conv_inputs, inputs.q, inputs.k, inputs.v, inputs.g, inputs.beta});
+}
+
+void GatedDeltaNetState::KeepBlock(std::span<const at::Tensor> tensors) {
+  TORCH_CHECK(tensors.size() == kBlockTensors, "a block is ", kBlockTensors, " tensors");
+  block_ = Block{
+      .conv_inputs = tensors[0],
+      .inputs = {
+          .q = tensors[1], .k = tensors[2], .v = tensors[3], .g = tensors[4], .beta = tensors[5]}};
+}
+
 void GatedDeltaNetState::Reset() {
   block_.reset();
   replay_.reset();

@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <vector>
 
 #include "common/model/cache_footprint.h"
 #include "common/model/model_options.h"
@@ -68,6 +70,16 @@ class GatedDeltaNetState {
   // Tokens of an earlier block the next StartRecurrence puts before its own: the pending block
   // whole, or what RollbackBlock kept of it.
   int64_t replay_length() const;
+
+  // A forward replayed as a CUDA graph (step_graphs.h) can neither replay a block nor keep one on
+  // the host, so around it the model: runs the replay now, in a call of its own (the same
+  // arithmetic per token as in the forward); has the graph return the block the forward kept
+  // (AppendBlock: conv inputs, then q, k, v, g, beta); and keeps the copies of them each replay
+  // gives back (KeepBlock).
+  void ApplyReplay();
+  void AppendBlock(std::vector<at::Tensor>& tensors) const;
+  void KeepBlock(std::span<const at::Tensor> tensors);
+  static constexpr size_t kBlockTensors = 6;
 
   void Reset();
 

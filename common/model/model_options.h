@@ -27,10 +27,10 @@ struct ModelOptions {
   quant::Int4Activations int4_activations = quant::Int4Activations::kExact;
   // The LM head's (a model that does not train, on a CPU); the input embedding stays as stored.
   HeadWeights head = HeadWeights::kStored;
-  // A target's decode steps (a token per sequence, nothing to replay) and a DFlash drafter's
-  // blocks as CUDA graphs (step_graphs.h), in the form a graph replays at later positions:
-  // positions read from the device, attention over each cache's whole length under a mask. On a
-  // CPU nothing is captured; the steps take that form.
+  // A target's decode steps and verify blocks and a DFlash drafter's blocks as CUDA graphs
+  // (step_graphs.h, README.md), in the form a graph replays at later positions: positions read
+  // from the device, attention over each cache's whole length under a mask. On a CPU nothing is
+  // captured; the forwards take that form.
   bool cuda_graphs = false;
 };
 

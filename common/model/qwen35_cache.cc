@@ -16,9 +16,7 @@ absl::Status Qwen35Cache::Rollback(int64_t accepted) {
         absl::StrCat("cannot keep ", accepted, " tokens of the last block: ", pending_block_length_,
                      " can be rolled back"));
   }
-  for (LayerCache& layer : layers_) {
-    if (auto* state = std::get_if<GatedDeltaNetState>(&layer)) state->RollbackBlock(accepted);
-  }
+  ForEachDeltaNetState([&](GatedDeltaNetState& state) { state.RollbackBlock(accepted); });
   length_ -= pending_block_length_ - accepted;
   pending_block_length_ = 0;
   return absl::OkStatus();
@@ -41,9 +39,7 @@ int64_t Qwen35Cache::bytes() const {
 }
 
 void Qwen35Cache::Reset() {
-  for (LayerCache& layer : layers_) {
-    if (auto* state = std::get_if<GatedDeltaNetState>(&layer)) state->Reset();
-  }
+  ForEachDeltaNetState([](GatedDeltaNetState& state) { state.Reset(); });
   length_ = 0;
   pending_block_length_ = 0;
 }

@@ -46,6 +46,12 @@ class Qwen35Cache {
   friend class Qwen35Model;
 
   LayerCache& layer(size_t index) { return layers_[index]; }
+  template <typename Visit>
+  void ForEachDeltaNetState(const Visit& visit) {
+    for (LayerCache& layer : layers_) {
+      if (auto* state = std::get_if<GatedDeltaNetState>(&layer)) visit(*state);
+    }
+  }
   // Records that `count` more tokens went through every layer.
   void Append(int64_t count, bool keep_for_rollback);
 

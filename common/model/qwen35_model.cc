@@ -184,13 +184,15 @@ std::vector<ForwardOutput> Qwen35Model::Forward(std::span<const SequenceInput> b
   }
   context.angles = rotary_.Angles(at::tensor(context.Positions(), at::kLong));
   const at::Tensor device_ids = at::tensor(ids, at::kLong).to(options_.device);
-  const bool decode_step = std::ranges::all_of(batch, [](const SequenceInput& input) {
-    return input.ids.size() == 1 && input.logit_row_count() == 1 && !input.keep_for_rollback &&
-           input.options.hidden_states.empty() && input.cache->replay_length() == 0;
-  });
-  const BatchOutput output = step_graphs_ != nullptr && decode_step
-                                 ? RunDecodeGraph(batch, context, device_ids)
-                                 : RunLayers(batch, context, device_ids);
+  // Decode steps and verify blocks, every row's logits asked for, go through step_graphs_; prompt
+  // chunks, long enough to hide their launches, do not.
+  const bool replayable =
+      step_graphs_ != nullptr && std::ranges::all_of(batch, [](const SequenceInput& input) {
+        return (input.ids.size() == 1 || input.keep_for_rollback) &&
+               input.logit_row_count() == static_cast<int64_t>(input.ids.size());
+      });
+  const BatchOutput output =
+      replayable ? RunGraph(batch, context, device_ids) : RunLayers(batch, context, device_ids);
   for (size_t s = 0; s < batch.size(); ++s) {
     batch[s].cache->Append(context.sequences[s].length, batch[s].keep_for_rollback);
   }
@@ -252,23 +254,57 @@ Qwen35Model::BatchOutput Qwen35Model::RunLayers(std::span<const SequenceInput> b
   return output;
 }
 
-Qwen35Model::BatchOutput Qwen35Model::RunDecodeGraph(std::span<const SequenceInput> batch,
-                                                     const ForwardContext& context,
-                                                     const at::Tensor& ids) const {
+Qwen35Model::BatchOutput Qwen35Model::RunGraph(std::span<const SequenceInput> batch,
+                                               const ForwardContext& context,
+                                               const at::Tensor& ids) const {
+  // A graph writes what is on the device only: each sequence's replay of the accepted rows of its
+  // last block runs before it, and the block a verify forward keeps comes back as outputs.
   std::vector<uint64_t> caches;
-  for (const SequenceInput& input : batch) caches.push_back(input.cache->id());
+  std::vector<int64_t> settings;  // each sequence's rows and whether it keeps them, then the taps
+  std::vector<bool> wanted(layers_.size() + 1, false);
+  for (const SequenceInput& input : batch) {
+    input.cache->ForEachDeltaNetState([](GatedDeltaNetState& state) { state.ApplyReplay(); });
+    caches.push_back(input.cache->id());
+    settings.push_back(static_cast<int64_t>(input.ids.size()));
+    settings.push_back(input.keep_for_rollback ? 1 : 0);
+    for (const int64_t index : input.options.hidden_states) wanted[index] = true;
+  }
+  std::vector<int64_t> taps;
+  for (size_t index = 0; index < wanted.size(); ++index) {
+    if (wanted[index]) taps.push_back(static_cast<int64_t>(index));
+  }
+  settings.insert(settings.end(), taps.begin(), taps.end());
   // What changes from step to step reaches the graph as tensors: the tokens, the rotary angles
   // (still computed on the CPU, as every forward's are) and the positions.
   const at::Tensor inputs[] = {ids, at::tensor(context.Positions(), at::kLong).to(options_.device),
                                context.angles.cos, context.angles.sin};
-  const std::vector<at::Tensor> logits =
-      step_graphs_->Run(caches, /*settings=*/{}, inputs, [&](std::span<const at::Tensor> step) {
+  const std::vector<at::Tensor> outputs =
+      step_graphs_->Run(caches, settings, inputs, [&](std::span<const at::Tensor> step) {
         ForwardContext replayable = context;
         replayable.positions = step[1];
         replayable.angles = {.cos = step[2], .sin = step[3]};
-        return std::vector<at::Tensor>{RunLayers(batch, replayable, step[0]).logits};
+        const BatchOutput output = RunLayers(batch, replayable, step[0]);
+        std::vector<at::Tensor> tensors = {output.logits};
+        for (const int64_t tap : taps) tensors.push_back(output.states[tap]);
+        for (const SequenceInput& input : batch) {
+          if (!input.keep_for_rollback) continue;
+          input.cache->ForEachDeltaNetState(
+              [&](const GatedDeltaNetState& state) { state.AppendBlock(tensors); });
+        }
+        return tensors;
       });
-  return {.logits = logits.front(), .states = {}};
+  BatchOutput output{.logits = outputs[0], .states = {}};
+  output.states.resize(layers_.size() + 1);
+  size_t next = 1;
+  for (const int64_t tap : taps) output.states[tap] = outputs[next++];
+  for (const SequenceInput& input : batch) {
+    if (!input.keep_for_rollback) continue;
+    input.cache->ForEachDeltaNetState([&](GatedDeltaNetState& state) {
+      state.KeepBlock({&outputs[next], GatedDeltaNetState::kBlockTensors});
+      next += GatedDeltaNetState::kBlockTensors;
+    });
+  }
+  return output;
 }
 
 }  // namespace specd::model

@@ -131,9 +131,9 @@ class Qwen35Model {
   // they were.
   BatchOutput RunLayers(std::span<const SequenceInput> batch, const ForwardContext& context,
                         const at::Tensor& ids) const;
-  // A decode step of `batch` through step_graphs_.
-  BatchOutput RunDecodeGraph(std::span<const SequenceInput> batch, const ForwardContext& context,
-                             const at::Tensor& ids) const;
+  // A decode step or verify block of `batch` through step_graphs_.
+  BatchOutput RunGraph(std::span<const SequenceInput> batch, const ForwardContext& context,
+                       const at::Tensor& ids) const;
 
   io::Qwen35TextConfig config_;
   ModelOptions options_;
