@@ -298,7 +298,8 @@ absl::StatusOr<at::Tensor> DFlashDrafter::DraftBlocks(std::span<const BlockInput
                 replayable.angles = {.cos = step[2], .sin = step[3]};
                 return std::vector<at::Tensor>{RunBlocks(batch, replayable, windows, step[0])};
               })
-        .front();
+        .front()
+        .clone();  // the graph's own memory otherwise
   });
 }
 

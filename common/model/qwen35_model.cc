@@ -293,10 +293,12 @@ Qwen35Model::BatchOutput Qwen35Model::RunGraph(std::span<const SequenceInput> ba
         }
         return tensors;
       });
-  BatchOutput output{.logits = outputs[0], .states = {}};
+  // The logits and taps go to the caller, in memory of their own; the kept blocks stay the graph's,
+  // read (by a rollback or the next replay) before its next replay overwrites them.
+  BatchOutput output{.logits = outputs[0].clone(), .states = {}};
   output.states.resize(layers_.size() + 1);
   size_t next = 1;
-  for (const int64_t tap : taps) output.states[tap] = outputs[next++];
+  for (const int64_t tap : taps) output.states[tap] = outputs[next++].clone();
   for (const SequenceInput& input : batch) {
     if (!input.keep_for_rollback) continue;
     input.cache->ForEachDeltaNetState([&](GatedDeltaNetState& state) {

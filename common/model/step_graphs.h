@@ -4,9 +4,8 @@
 // all at once. A graph writes the memory of the caches it was captured with, so one is captured
 // per batch of caches — on the batch's second step in a row (the first runs as it is and warms up
 // what a capture cannot create: cuBLAS handles, lazily loaded kernels) — and replayed while that
-// batch keeps stepping: the step's inputs copied into the graph's own, a replay, the graph's
-// outputs copied out. One graph is kept per batch size. On a CPU there is nothing to capture:
-// the step runs as it is.
+// batch keeps stepping: the step's inputs copied into the graph's own, a replay. One graph is kept
+// per batch size. On a CPU there is nothing to capture: the step runs as it is.
 #include <ATen/core/Tensor.h>
 
 #include <cstddef>
@@ -31,7 +30,8 @@ class StepGraphs {
 
   // step(inputs) for the batch whose caches `caches` names (their ids, cache_id.h, in row order).
   // `settings`: what else the step bakes in that its inputs do not carry (a drafter's windows). A
-  // graph replays only for the same caches, settings and input shapes.
+  // graph replays only for the same caches, settings and input shapes. Its outputs are the graph's
+  // own memory, which its next replay overwrites: copy what must outlive the batch's next step.
   std::vector<at::Tensor> Run(std::span<const uint64_t> caches, std::span<const int64_t> settings,
                               std::span<const at::Tensor> inputs, const Step& step);
 
