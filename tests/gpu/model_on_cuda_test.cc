@@ -136,11 +136,12 @@ TEST_P(ModelOnCudaTest, GreedySpeculativeOutputInABatchIsTargetOnlys) {
   ExpectRequestsAtOnceGetTargetOnlyOutput(*speculative);
 }
 
-// Decode steps replayed as CUDA graphs (ModelOptions::cuda_graphs) predict what steps run as they
-// are predict: a sequence alone (its first step runs as it is, its second is captured, the rest
-// replay), then batches that change, after a verify block rolled back; and eight requests at once
-// on a target-only generator get the tokens each gets alone without graphs.
-TEST_P(ModelOnCudaTest, DecodeStepsReplayedAsCudaGraphsPredictWhatEagerStepsDo) {
+// Decode steps and verify blocks replayed as CUDA graphs (ModelOptions::cuda_graphs) predict what
+// forwards run as they are predict: a sequence alone (its first step runs as it is, its second is
+// captured, the rest replay), batches that change, verify blocks rolled back to different lengths
+// (whose accepted rows replay before the next graph); and eight requests at once on a target-only
+// generator get the tokens each gets alone without graphs.
+TEST_P(ModelOnCudaTest, StepsReplayedAsCudaGraphsPredictWhatEagerStepsDo) {
   model::ModelOptions options = OnCuda();
   options.cuda_graphs = true;
   absl::StatusOr<model::Qwen35Model> loaded =
@@ -160,12 +161,17 @@ TEST_P(ModelOnCudaTest, DecodeStepsReplayedAsCudaGraphsPredictWhatEagerStepsDo) 
     pairs.push_back({*std::move(eager), *std::move(replayed)});
   }
   double worst = 0;
-  const auto step = [&](const std::vector<size_t>& batch) {
+  // Each of `batch` fed its next `rows` ids (a verify block when more than one), every row's
+  // logits.
+  const auto step = [&](const std::vector<size_t>& batch, int64_t rows) {
+    const model::ForwardOptions all{.logit_rows = model::LogitRows::kAll, .hidden_states = {}};
     std::vector<model::SequenceInput> eager_batch, graphed_batch;
     for (const size_t i : batch) {
-      const std::span<const int64_t> next(&ids_[pairs[i].eager.length()], 1);
-      eager_batch.push_back({.ids = next, .cache = &pairs[i].eager});
-      graphed_batch.push_back({.ids = next, .cache = &pairs[i].graphed});
+      const std::span<const int64_t> next(&ids_[pairs[i].eager.length()], rows);
+      eager_batch.push_back(
+          {.ids = next, .cache = &pairs[i].eager, .options = all, .keep_for_rollback = rows > 1});
+      graphed_batch.push_back(
+          {.ids = next, .cache = &pairs[i].graphed, .options = all, .keep_for_rollback = rows > 1});
     }
     absl::StatusOr<std::vector<model::ForwardOutput>> expected = target_->ForwardBatch(eager_batch);
     absl::StatusOr<std::vector<model::ForwardOutput>> actual = graphed.ForwardBatch(graphed_batch);
@@ -177,16 +183,20 @@ TEST_P(ModelOnCudaTest, DecodeStepsReplayedAsCudaGraphsPredictWhatEagerStepsDo) 
       EXPECT_TRUE(got.argmax(-1).equal(want.argmax(-1))) << "sequence " << batch[i];
     }
   };
-  for (int i = 0; i < 4; ++i) step({0});
-  for (int i = 0; i < 4; ++i) step({0, 1});
-  const std::vector<int64_t> block(ids_.begin() + pairs[2].eager.length(),
-                                   ids_.begin() + pairs[2].eager.length() + 5);
-  ASSERT_TRUE(target_->ForwardBlock(block, pairs[2].eager).ok());
-  ASSERT_TRUE(graphed.ForwardBlock(block, pairs[2].graphed).ok());
-  ASSERT_TRUE(pairs[2].eager.Rollback(2).ok() && pairs[2].graphed.Rollback(2).ok());
-  for (int i = 0; i < 4; ++i) step({2, 0, 1});
-  std::cout << GetParam() << " on CUDA: graph-replayed decode steps vs eager, max |dlogit| "
-            << worst << "\n";
+  const auto rollback = [&](size_t i, int64_t accepted) {
+    ASSERT_TRUE(pairs[i].eager.Rollback(accepted).ok());
+    ASSERT_TRUE(pairs[i].graphed.Rollback(accepted).ok());
+  };
+  for (int i = 0; i < 4; ++i) step({0}, 1);
+  for (int i = 0; i < 4; ++i) step({0, 1}, 1);
+  for (const int64_t accepted : {2, 5, 0, 3}) {
+    step({2, 0}, 5);
+    rollback(2, accepted);
+    rollback(0, 5 - accepted);
+  }
+  for (int i = 0; i < 4; ++i) step({2, 0, 1}, 1);
+  std::cout << GetParam() << " on CUDA: graph-replayed steps vs eager, max |dlogit| " << worst
+            << "\n";
 
   ExpectRequestsAtOnceGetTargetOnlyOutput(Generator(graphed, /*tokenizer=*/nullptr));
 }
