@@ -9,7 +9,8 @@ bundle="$root/.cache/gpu-bundle"
 packages=(
   libabsl-dev libabsl20220623 nlohmann-json3-dev libcli11-dev
   libpcre2-dev libpcre2-8-0 libutf8proc-dev libutf8proc2
-  libgoogle-perftools-dev libtcmalloc-minimal4
+  libgoogle-perftools-dev libtcmalloc-minimal4 libyaml-cpp-dev libyaml-cpp0.7
+  libpng-dev libpng16-16 zlib1g-dev libssl-dev libssl3
   libgtest-dev libgmock-dev libbenchmark-dev libbenchmark1debian
 )
 
@@ -18,6 +19,10 @@ mkdir -p "$bundle/debs" "$bundle/root"
 (cd "$bundle/debs" && apt-get download -qq "${packages[@]}" 2>/dev/null)
 for deb in "$bundle"/debs/*.deb; do dpkg-deb -x "$deb" "$bundle/root"; done
 rm -rf "$bundle/debs"
+# What the build never reads, within the device tool's 64 MiB carry: documentation, and OpenSSL's
+# static libraries (it links libcrypto.so).
+rm -rf "$bundle/root/usr/share/doc" "$bundle/root/usr/share/man"
+rm -f "$bundle/root/usr/lib/x86_64-linux-gnu/"{libcrypto,libssl}.a
 # pkg-config files name prefix=/usr; make them relative to where they now lie.
 while IFS= read -r pc; do
   up="$(realpath --relative-to="$(dirname "$pc")" "$bundle/root/usr")"
