@@ -78,9 +78,8 @@ inline void AddModelOptions(CLI::App& command, model::ModelOptions& options,
   command.add_flag("--cuda-graphs", options.cuda_graphs,
                    scope +
                        "the target's decode steps and verify blocks and a drafter's blocks as CUDA "
-                       "graphs: one "
-                       "captured per batch of sequences on its second step, replayed while the "
-                       "batch lasts (not yet run on a GPU)");
+                       "graphs: one captured per batch of sequences on its second step, replayed "
+                       "while the batch lasts (not yet run on a GPU)");
 }
 
 }  // namespace specd::cli

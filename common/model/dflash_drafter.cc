@@ -280,23 +280,18 @@ absl::StatusOr<at::Tensor> DFlashDrafter::DraftBlocks(std::span<const BlockInput
     embeddings.push_back(block);
   }
   return CatchTorchErrors("DFlash draft block", [&]() -> absl::StatusOr<at::Tensor> {
-    const std::vector<int64_t> positions = blocks.Positions();
-    blocks.angles = rotary_.Angles(at::tensor(positions, at::kLong));
+    blocks.angles = rotary_.Angles(at::tensor(blocks.Positions(), at::kLong));
     const at::Tensor h = (embeddings.size() == 1 ? embeddings.front() : at::cat(embeddings, 0))
                              .to(options_.device, options_.dtype);
     if (step_graphs_ == nullptr) return RunBlocks(batch, blocks, windows, h);
     // Through a CUDA graph (ModelOptions::cuda_graphs), as Qwen35Model's decode steps go.
     std::vector<uint64_t> caches;
     for (const BlockInput& input : batch) caches.push_back(input.cache->id());
-    const at::Tensor inputs[] = {h, at::tensor(positions, at::kLong).to(options_.device),
-                                 blocks.angles.cos, blocks.angles.sin};
     return step_graphs_
-        ->Run(caches, windows, inputs,
+        ->Run(caches, windows, blocks.GraphInputs(h, options_.device),
               [&](std::span<const at::Tensor> step) {
-                ForwardContext replayable = blocks;
-                replayable.positions = step[1];
-                replayable.angles = {.cos = step[2], .sin = step[3]};
-                return std::vector<at::Tensor>{RunBlocks(batch, replayable, windows, step[0])};
+                return std::vector<at::Tensor>{
+                    RunBlocks(batch, blocks.Replaying(step), windows, step[0])};
               })
         .front()
         .clone();  // the graph's own memory otherwise

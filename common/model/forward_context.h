@@ -5,8 +5,10 @@
 // over a sequence's cache runs per sequence.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/cat.h>
+#include <c10/core/Device.h>
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "common/model/rope.h"
@@ -49,6 +51,14 @@ struct ForwardContext {
     }
     return positions;
   }
+
+  // The inputs of a forward replayed as a CUDA graph (step_graphs.h): the caller's `first` (the
+  // tokens, or a drafter's block embeddings), then what changes with this context from step to
+  // step — every row's position, on `device`, and its rotary angles.
+  std::vector<at::Tensor> GraphInputs(const at::Tensor& first, c10::Device device) const;
+  // This context in the form a graph replays, its positions and angles read from a step's inputs
+  // (GraphInputs' order).
+  ForwardContext Replaying(std::span<const at::Tensor> inputs) const;
 };
 
 // `part(i, rows)` of every sequence i, stacked back in batch order along dim 0.

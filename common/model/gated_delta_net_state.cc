@@ -56,10 +56,7 @@ ops::ConvSequence GatedDeltaNetState::StartConv(int64_t tokens, bool keep_for_ro
 GatedDeltaNetState::Recurrence GatedDeltaNetState::StartRecurrence(const at::Tensor& conv_inputs,
                                                                    const DeltaRuleInputs& inputs,
                                                                    bool keep_for_rollback) {
-  if (block_.has_value()) {  // not rolled back: accepted whole
-    replay_ = std::move(block_->inputs);
-    block_.reset();
-  }
+  ReplayPendingBlockWhole();
   const int64_t replayed = replay_.has_value() ? replay_->q.size(0) : 0;
   const int64_t tokens = replayed + inputs.q.size(0);
   Recurrence recurrence{
@@ -75,6 +72,12 @@ GatedDeltaNetState::Recurrence GatedDeltaNetState::StartRecurrence(const at::Ten
   replay_.reset();
   if (keep_for_rollback) block_ = Block{conv_inputs, inputs};
   return recurrence;
+}
+
+void GatedDeltaNetState::ReplayPendingBlockWhole() {
+  if (!block_.has_value()) return;
+  replay_ = std::move(block_->inputs);
+  block_.reset();
 }
 
 void GatedDeltaNetState::RollbackBlock(int64_t accepted) {
@@ -93,10 +96,7 @@ int64_t GatedDeltaNetState::replay_length() const {
 }
 
 void GatedDeltaNetState::ApplyReplay() {
-  if (block_.has_value()) {  // not rolled back: accepted whole
-    replay_ = std::move(block_->inputs);
-    block_.reset();
-  }
+  ReplayPendingBlockWhole();
   if (!replay_.has_value()) return;
   const ops::DeltaRuleSequence sequence{.length = replay_->q.size(0),
                                         .initial_state = recurrent_,

@@ -89,6 +89,9 @@ class GatedDeltaNetState {
     DeltaRuleInputs inputs;
   };
 
+  // A pending block that was not rolled back was accepted whole: all of it is to be replayed.
+  void ReplayPendingBlockWhole();
+
   at::Tensor conv_;
   at::Tensor conv_before_block_;
   // The state after every token fed but those of `replay_`.

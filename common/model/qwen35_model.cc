@@ -13,6 +13,19 @@
 #include "common/model/weight_reader.h"
 
 namespace specd::model {
+namespace {
+
+// Which of transformers' `count` hidden states some sequence of `batch` asked for.
+std::vector<bool> WantedStates(std::span<const SequenceInput> batch, size_t count) {
+  std::vector<bool> wanted(count, false);
+  for (const SequenceInput& input : batch) {
+    for (const int64_t index : input.options.hidden_states) wanted[index] = true;
+  }
+  return wanted;
+}
+
+}  // namespace
+
 using base::CatchTorchErrors;
 
 int64_t SequenceInput::logit_row_count() const {
@@ -217,10 +230,7 @@ Qwen35Model::BatchOutput Qwen35Model::RunLayers(std::span<const SequenceInput> b
                                                 const at::Tensor& ids) const {
   BatchOutput output;
   output.states.resize(layers_.size() + 1);
-  std::vector<bool> wanted(output.states.size(), false);
-  for (const SequenceInput& input : batch) {
-    for (const int64_t index : input.options.hidden_states) wanted[index] = true;
-  }
+  const std::vector<bool> wanted = WantedStates(batch, output.states.size());
   const auto keep_state = [&](size_t index, const at::Tensor& h) {
     if (wanted[index]) output.states[index] = h;
   };
@@ -261,29 +271,22 @@ Qwen35Model::BatchOutput Qwen35Model::RunGraph(std::span<const SequenceInput> ba
   // last block runs before it, and the block a verify forward keeps comes back as outputs.
   std::vector<uint64_t> caches;
   std::vector<int64_t> settings;  // each sequence's rows and whether it keeps them, then the taps
-  std::vector<bool> wanted(layers_.size() + 1, false);
   for (const SequenceInput& input : batch) {
     input.cache->ForEachDeltaNetState([](GatedDeltaNetState& state) { state.ApplyReplay(); });
     caches.push_back(input.cache->id());
     settings.push_back(static_cast<int64_t>(input.ids.size()));
     settings.push_back(input.keep_for_rollback ? 1 : 0);
-    for (const int64_t index : input.options.hidden_states) wanted[index] = true;
   }
+  const std::vector<bool> wanted = WantedStates(batch, layers_.size() + 1);
   std::vector<int64_t> taps;
   for (size_t index = 0; index < wanted.size(); ++index) {
     if (wanted[index]) taps.push_back(static_cast<int64_t>(index));
   }
   settings.insert(settings.end(), taps.begin(), taps.end());
-  // What changes from step to step reaches the graph as tensors: the tokens, the rotary angles
-  // (still computed on the CPU, as every forward's are) and the positions.
-  const at::Tensor inputs[] = {ids, at::tensor(context.Positions(), at::kLong).to(options_.device),
-                               context.angles.cos, context.angles.sin};
-  const std::vector<at::Tensor> outputs =
-      step_graphs_->Run(caches, settings, inputs, [&](std::span<const at::Tensor> step) {
-        ForwardContext replayable = context;
-        replayable.positions = step[1];
-        replayable.angles = {.cos = step[2], .sin = step[3]};
-        const BatchOutput output = RunLayers(batch, replayable, step[0]);
+  const std::vector<at::Tensor> outputs = step_graphs_->Run(
+      caches, settings, context.GraphInputs(ids, options_.device),
+      [&](std::span<const at::Tensor> step) {
+        const BatchOutput output = RunLayers(batch, context.Replaying(step), step[0]);
         std::vector<at::Tensor> tensors = {output.logits};
         for (const int64_t tap : taps) tensors.push_back(output.states[tap]);
         for (const SequenceInput& input : batch) {
