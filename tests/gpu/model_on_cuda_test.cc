@@ -25,7 +25,9 @@
 namespace specd::engine::testing {
 namespace {
 
-model::ModelOptions OnCuda() { return {.device = c10::kCUDA, .dtype = c10::kBFloat16}; }
+model::ModelOptions OnCuda(bool cuda_graphs = false) {
+  return {.device = c10::kCUDA, .dtype = c10::kBFloat16, .cuda_graphs = cuda_graphs};
+}
 
 class ModelOnCudaTest : public ::testing::TestWithParam<std::string> {
  protected:
@@ -142,10 +144,8 @@ TEST_P(ModelOnCudaTest, GreedySpeculativeOutputInABatchIsTargetOnlys) {
 // (whose accepted rows replay before the next graph); and eight requests at once on a target-only
 // generator get the tokens each gets alone without graphs.
 TEST_P(ModelOnCudaTest, StepsReplayedAsCudaGraphsPredictWhatEagerStepsDo) {
-  model::ModelOptions options = OnCuda();
-  options.cuda_graphs = true;
   absl::StatusOr<model::Qwen35Model> loaded =
-      model::Qwen35Model::Load(FixtureDir(GetParam()), options);
+      model::Qwen35Model::Load(FixtureDir(GetParam()), OnCuda(/*cuda_graphs=*/true));
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   const model::Qwen35Model& graphed = *loaded;
   struct Pair {
@@ -204,13 +204,12 @@ TEST_P(ModelOnCudaTest, StepsReplayedAsCudaGraphsPredictWhatEagerStepsDo) {
 // With the target's decode steps and the drafter's blocks as CUDA graphs, greedy speculative output
 // is still target-only output (without graphs), for a request alone and for eight at once.
 TEST_P(ModelOnCudaTest, GreedySpeculativeOutputWithCudaGraphsIsTargetOnlys) {
-  model::ModelOptions options = OnCuda();
-  options.cuda_graphs = true;
   absl::StatusOr<model::Qwen35Model> target =
-      model::Qwen35Model::Load(FixtureDir(GetParam()), options);
+      model::Qwen35Model::Load(FixtureDir(GetParam()), OnCuda(/*cuda_graphs=*/true));
   ASSERT_TRUE(target.ok()) << target.status();
-  const std::unique_ptr<DFlashBlockDrafter> block =
-      BlockDrafter(model::DFlashDrafter::Load(FixtureDir("dflash-tiny-a"), options), *target);
+  const std::unique_ptr<DFlashBlockDrafter> block = BlockDrafter(
+      model::DFlashDrafter::Load(FixtureDir("dflash-tiny-a"), OnCuda(/*cuda_graphs=*/true)),
+      *target);
   ASSERT_NE(block, nullptr);
   absl::StatusOr<Generator> speculative = Generator::Speculative(
       *target, *block, nullptr, {.block_size = 8, .window = 0, .min_confidence = 0});
